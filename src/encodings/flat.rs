@@ -1,0 +1,117 @@
+//! Flat (plain) encoding: each chunk holds its values as they are, little-endian.
+//!
+//! `ArrayEncoding { flat: { bits_per_value: 32 } }`. Its chunking is the same as BSS's, so
+//! a flat page can be read chunk by chunk too, and wrapped in general compression.
+
+use super::{
+    check_output, width_from_bits, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
+    CHUNK_BYTES,
+};
+use crate::error::{Error, Result};
+use crate::proto::encodings::{array_encoding, ArrayEncoding, Flat};
+
+/// Writes chunks of values as they are.
+#[derive(Debug, Clone)]
+pub struct FlatEncoder {
+    width: usize,
+}
+
+impl FlatEncoder {
+    /// An encoder for values of `bits_per_value` bits: 32 or 64, anything else is an error.
+    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+        Ok(Self {
+            width: width_from_bits(bits_per_value)?,
+        })
+    }
+}
+
+impl MiniBlockCompressor for FlatEncoder {
+    fn value_width(&self) -> usize {
+        self.width
+    }
+
+    fn chunk_values(&self) -> usize {
+        CHUNK_BYTES / self.width
+    }
+
+    fn array_encoding(&self) -> ArrayEncoding {
+        ArrayEncoding {
+            array_encoding: Some(array_encoding::ArrayEncoding::Flat(Flat {
+                bits_per_value: self.width as u64 * 8,
+                buffer: None,
+                compression: None,
+            })),
+        }
+    }
+
+    fn compress_chunk(
+        &self,
+        values: &[u8],
+        out: &mut Vec<u8>,
+        _: &mut Vec<u8>,
+    ) -> Result<ChunkStorage> {
+        out.extend_from_slice(values);
+        Ok(ChunkStorage::Raw)
+    }
+}
+
+/// Reads chunks written by [`FlatEncoder`].
+#[derive(Debug, Clone)]
+pub struct FlatDecompressor {
+    width: usize,
+}
+
+impl FlatDecompressor {
+    /// A decompressor for values of `bits_per_value` bits: 32 or 64.
+    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+        Ok(Self::with_width(width_from_bits(bits_per_value)?))
+    }
+
+    pub(crate) fn with_width(width: usize) -> Self {
+        Self { width }
+    }
+}
+
+/// Checks a raw chunk of a fixed-width encoding: stored raw, exactly `num_values * width`
+/// bytes, and an output of the same size.
+pub(crate) fn check_raw_chunk(
+    name: &str,
+    chunk: &[u8],
+    num_values: usize,
+    storage: ChunkStorage,
+    out: &[u8],
+    width: usize,
+) -> Result<()> {
+    let len = check_output(out, num_values, width)?;
+    if storage != ChunkStorage::Raw {
+        return Err(Error::corrupt(format!(
+            "{name} chunk is marked compressed but the encoding has no compression"
+        )));
+    }
+    if chunk.len() != len {
+        return Err(Error::corrupt(format!(
+            "{name} chunk of {num_values} values must hold {len} bytes, found {}",
+            chunk.len()
+        )));
+    }
+    Ok(())
+}
+
+impl MiniBlockDecompressor for FlatDecompressor {
+    fn value_width(&self) -> usize {
+        self.width
+    }
+
+    fn decompress_into(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut [u8],
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_raw_chunk("flat", chunk, num_values, storage, out, self.width)?;
+        out.copy_from_slice(chunk);
+        Ok(())
+    }
+}

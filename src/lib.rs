@@ -1,0 +1,43 @@
+//! # miniblock
+//!
+//! Encodes pages of Arrow floating-point columns the way the Lance columnar format does:
+//! cut into small power-of-two chunks ("miniblocks": 1024 f32 or 512 f64 values, 4 KiB),
+//! each chunk's values split into byte streams local to that chunk (Byte Stream Split),
+//! optionally compressed chunk by chunk with LZ4, all chunks back to back in one buffer
+//! with a 4-byte table entry per chunk. A protobuf [`ArrayEncoding`](proto::encodings::ArrayEncoding),
+//! wire-compatible with Lance's, says how to decode the chunks. A reader decodes a whole
+//! page, one chunk, or only the chunks a row range touches.
+//!
+//! ```
+//! use arrow_array::{Array, Float64Array};
+//! use miniblock::{encode_page, Encoding, PageDecoder};
+//!
+//! let column = Float64Array::from(vec![Some(1.5), None, Some(-0.0), Some(f64::NAN)]);
+//! let page = encode_page(&column, Encoding::BssLz4)?;
+//!
+//! // A reader needs the page bytes, the encoding message and the value count.
+//! let bytes = page.to_bytes();
+//! let decoder = PageDecoder::try_new(&page.encoding, page.num_values, &bytes)?;
+//! let decoded = decoder.decode()?;
+//! let decoded = decoded.as_any().downcast_ref::<Float64Array>().unwrap();
+//! assert_eq!(decoded.len(), 4);
+//! assert!(decoded.is_null(1));
+//! assert_eq!(decoded.value(2).to_bits(), (-0.0f64).to_bits());
+//! # Ok::<(), miniblock::Error>(())
+//! ```
+//!
+//! Modules, one idea each: [`kernels`](crate::shuffle) (the byte transpose, internal),
+//! [`shuffle`] (the whole-buffer filter), [`encodings`] (per-chunk compressor and
+//! decompressor pairs), [`page`] (chunking, validity, the chunk table, decoding),
+//! [`proto`] (the protobuf messages), [`error`].
+
+pub mod encodings;
+pub mod error;
+mod kernels;
+pub mod page;
+pub mod proto;
+pub mod shuffle;
+
+pub use encodings::Encoding;
+pub use error::{Error, ErrorKind, Result};
+pub use page::{encode_page, EncodedPage, PageDecoder, PageEncoder};

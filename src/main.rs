@@ -1,0 +1,3 @@
+//! The `miniblock` command line tool.
+
+fn main() {}
