@@ -41,3 +41,8 @@ pub mod shuffle;
 pub use encodings::Encoding;
 pub use error::{Error, ErrorKind, Result};
 pub use page::{encode_page, EncodedPage, PageDecoder, PageEncoder};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

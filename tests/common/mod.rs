@@ -1,0 +1,148 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array};
+
+/// Every f32 bit pattern a float column must keep: signed zeros, infinities, NaNs with
+/// payloads, subnormals and the extremes.
+pub fn special_f32() -> Vec<f32> {
+    [
+        0x0000_0000u32, // +0.0
+        0x8000_0000,    // -0.0
+        0x7F80_0000,    // +inf
+        0xFF80_0000,    // -inf
+        0x7FC0_0000,    // canonical NaN
+        0x7FC0_0001,    // quiet NaN with payload
+        0x7F80_0001,    // signalling NaN with payload
+        0xFFFF_FFFF,    // negative NaN, all payload bits
+        0x0000_0001,    // smallest subnormal
+        0x807F_FFFF,    // largest negative subnormal
+        f32::MIN.to_bits(),
+        f32::MAX.to_bits(),
+        f32::MIN_POSITIVE.to_bits(),
+        f32::EPSILON.to_bits(),
+    ]
+    .into_iter()
+    .map(f32::from_bits)
+    .collect()
+}
+
+/// The f64 counterpart of [`special_f32`].
+pub fn special_f64() -> Vec<f64> {
+    [
+        0x0000_0000_0000_0000u64,
+        0x8000_0000_0000_0000,
+        0x7FF0_0000_0000_0000,
+        0xFFF0_0000_0000_0000,
+        0x7FF8_0000_0000_0000,
+        0x7FF8_0000_0000_0001,
+        0x7FF0_0000_0000_0001,
+        0xFFFF_FFFF_FFFF_FFFF,
+        0x0000_0000_0000_0001,
+        0x800F_FFFF_FFFF_FFFF,
+        f64::MIN.to_bits(),
+        f64::MAX.to_bits(),
+        f64::MIN_POSITIVE.to_bits(),
+        f64::EPSILON.to_bits(),
+    ]
+    .into_iter()
+    .map(f64::from_bits)
+    .collect()
+}
+
+/// A deterministic xorshift stream.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
+/// `len` f32 values mixing a smooth series, random bits and the special patterns.
+pub fn mixed_f32(len: usize, seed: u64) -> Vec<f32> {
+    let special = special_f32();
+    let mut rng = Rng(seed | 1);
+    (0..len)
+        .map(|i| match rng.next_u64() % 4 {
+            0 => special[i % special.len()],
+            1 => f32::from_bits(rng.next_u64() as u32),
+            _ => (i as f32 * 0.01).sin() * 100.0,
+        })
+        .collect()
+}
+
+/// `len` f64 values mixing a smooth series, random bits and the special patterns.
+pub fn mixed_f64(len: usize, seed: u64) -> Vec<f64> {
+    let special = special_f64();
+    let mut rng = Rng(seed | 1);
+    (0..len)
+        .map(|i| match rng.next_u64() % 4 {
+            0 => special[i % special.len()],
+            1 => f64::from_bits(rng.next_u64()),
+            _ => (i as f64 * 0.01).sin() * 100.0,
+        })
+        .collect()
+}
+
+/// Asserts two float arrays are equal bit for bit, nulls included; values under nulls
+/// are not compared.
+pub fn assert_same_bits(expected: &dyn Array, actual: &dyn Array, context: &str) {
+    assert_eq!(expected.data_type(), actual.data_type(), "{context}: type");
+    assert_eq!(expected.len(), actual.len(), "{context}: length");
+    for i in 0..expected.len() {
+        assert_eq!(
+            expected.is_valid(i),
+            actual.is_valid(i),
+            "{context}: validity of row {i}"
+        );
+    }
+    let bits = |a: &dyn Array| -> Vec<Option<u64>> {
+        if let Some(a) = a.as_any().downcast_ref::<Float32Array>() {
+            (0..a.len())
+                .map(|i| a.is_valid(i).then(|| u64::from(a.value(i).to_bits())))
+                .collect()
+        } else if let Some(a) = a.as_any().downcast_ref::<Float64Array>() {
+            (0..a.len())
+                .map(|i| a.is_valid(i).then(|| a.value(i).to_bits()))
+                .collect()
+        } else {
+            panic!("{context}: not a float array")
+        }
+    };
+    let (e, a) = (bits(expected), bits(actual));
+    if let Some(i) = (0..e.len()).find(|&i| e[i] != a[i]) {
+        panic!(
+            "{context}: row {i} differs: expected {:?}, got {:?}",
+            e[i], a[i]
+        );
+    }
+}
+
+/// Nulls at every `every`-th row (none when 0).
+pub fn with_nulls(values: &[f32], every: usize) -> ArrayRef {
+    std::sync::Arc::new(Float32Array::from_iter(
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (every == 0 || i % every != 0).then_some(*v)),
+    ))
+}
+
+/// `../shared` beside the checkout, or `None` (after saying the test is skipped).
+pub fn shared_dir(test: &str) -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("SKIPPED {test}: ../shared is absent (a fresh clone); CI has it");
+        None
+    }
+}

@@ -1,0 +1,179 @@
+//! Round trips of every page length 0..=2100 and around chunk boundaries, for f32 and f64,
+//! every encoding, with and without nulls, every special bit pattern compared by bits.
+
+mod common;
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array};
+use arrow_schema::DataType;
+use common::{assert_same_bits, mixed_f32, mixed_f64};
+use miniblock::{encode_page, Encoding, PageDecoder};
+
+fn lengths() -> impl Iterator<Item = usize> {
+    let boundaries = [
+        511, 512, 513, 1023, 1024, 1025, 2047, 2048, 2049, 3071, 3072, 3073, 4095, 4096, 4097, 8193,
+    ];
+    (0..=2100).chain(boundaries)
+}
+
+fn check_page(array: &ArrayRef, encoding: Encoding, chunk_values: usize) {
+    let context = format!(
+        "{} len {} {encoding} nulls {}",
+        array.data_type(),
+        array.len(),
+        array.null_count()
+    );
+    let page = encode_page(array.as_ref(), encoding).unwrap();
+    assert_eq!(page.num_values, array.len() as u64);
+    // Exactly ceil(n / chunk) chunks: none empty, none trailing.
+    assert_eq!(
+        page.chunks.len(),
+        array.len().div_ceil(chunk_values),
+        "{context}: chunk count"
+    );
+    if array.null_count() == 0 {
+        assert!(
+            page.chunks.iter().all(|c| !c.has_validity),
+            "{context}: validity without nulls"
+        );
+    }
+    let bytes = page.to_bytes();
+    let decoder = PageDecoder::try_new(&page.encoding, page.num_values, &bytes).unwrap();
+    assert_same_bits(array.as_ref(), decoder.decode().unwrap().as_ref(), &context);
+    // Every chunk alone.
+    for c in 0..decoder.num_chunks() {
+        let rows = decoder.chunk_rows(c).unwrap();
+        let chunk = decoder.decode_chunk(c).unwrap();
+        assert_same_bits(
+            &array.slice(rows.start, rows.len()),
+            chunk.as_ref(),
+            &format!("{context} chunk {c}"),
+        );
+    }
+    // A range straddling chunk boundaries.
+    let (start, end) = (array.len() / 3, array.len() - array.len() / 5);
+    let range = decoder.decode_range(start..end).unwrap();
+    assert_same_bits(
+        &array.slice(start, end - start),
+        range.as_ref(),
+        &format!("{context} rows {start}..{end}"),
+    );
+}
+
+#[test]
+fn f32_every_length_every_encoding() {
+    for len in lengths() {
+        let values = mixed_f32(len, len as u64 + 7);
+        let dense: ArrayRef = Arc::new(Float32Array::from(values.clone()));
+        let nullable: ArrayRef = Arc::new(Float32Array::from_iter(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i % 7 != 3).then_some(*v)),
+        ));
+        for encoding in Encoding::ALL {
+            check_page(&dense, encoding, 1024);
+            check_page(&nullable, encoding, 1024);
+        }
+    }
+}
+
+#[test]
+fn f64_every_length_every_encoding() {
+    for len in lengths() {
+        let values = mixed_f64(len, len as u64 + 11);
+        let dense: ArrayRef = Arc::new(Float64Array::from(values.clone()));
+        let nullable: ArrayRef = Arc::new(Float64Array::from_iter(
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i % 5 != 1).then_some(*v)),
+        ));
+        for encoding in Encoding::ALL {
+            check_page(&dense, encoding, 512);
+            check_page(&nullable, encoding, 512);
+        }
+    }
+}
+
+#[test]
+fn all_null_and_sliced_arrays() {
+    let all_null: ArrayRef = Arc::new(Float32Array::from(vec![None; 3000]));
+    let sliced: ArrayRef = Arc::new(Float64Array::from(mixed_f64(5000, 3)).slice(1234, 2000));
+    let sliced_nullable: ArrayRef = Arc::new(
+        Float32Array::from_iter((0..5000).map(|i| (i % 3 == 0).then_some(i as f32)))
+            .slice(77, 3000),
+    );
+    for encoding in Encoding::ALL {
+        check_page(&all_null, encoding, 1024);
+        check_page(&sliced, encoding, 512);
+        check_page(&sliced_nullable, encoding, 1024);
+    }
+}
+
+#[test]
+fn values_under_nulls_are_written_as_zero() {
+    let array = Float32Array::from(vec![Some(1.0), None, Some(3.0)]);
+    let page = encode_page(&array, Encoding::Plain).unwrap();
+    // one validity byte 0b101, then the three values with zero in the null slot
+    assert_eq!(page.data[0], 0b101);
+    assert_eq!(
+        &page.data[1..],
+        [1.0f32.to_le_bytes(), [0; 4], 3.0f32.to_le_bytes()].concat()
+    );
+}
+
+#[test]
+fn decode_into_a_caller_buffer() {
+    let values = mixed_f64(5000, 42);
+    let array = Float64Array::from(values.clone());
+    let page = encode_page(&array, Encoding::BssLz4).unwrap();
+    let decoder = page.decoder(&DataType::Float64).unwrap();
+    let mut out = vec![0u8; 1000 * 8];
+    decoder.decode_into(700..1700, &mut out, None).unwrap();
+    let expected: Vec<u8> = values[700..1700]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(out, expected);
+    // wrong output size and rows past the end are argument errors
+    let err = decoder.decode_into(0..10, &mut out, None).unwrap_err();
+    assert_eq!(err.kind(), miniblock::ErrorKind::InvalidArgument);
+    let err = decoder.decode_range(4000..5001).unwrap_err();
+    assert_eq!(err.kind(), miniblock::ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn lz4_shrinks_smooth_data_and_never_grows_random_data() {
+    let smooth = Float32Array::from(
+        (0..10_000)
+            .map(|i| (i as f32 * 0.001).sin())
+            .collect::<Vec<_>>(),
+    );
+    let raw = 10_000 * 4;
+    let bss_lz4 = encode_page(&smooth, Encoding::BssLz4).unwrap();
+    assert!(
+        bss_lz4.data.len() < raw * 9 / 10,
+        "{} of {raw}",
+        bss_lz4.data.len()
+    );
+    let noise = Float64Array::from(
+        mixed_f64(10_000, 5)
+            .iter()
+            .map(|v| f64::from_bits(v.to_bits() ^ 0x5555))
+            .collect::<Vec<_>>(),
+    );
+    let random: Vec<f64> = {
+        let mut rng = common::Rng(99);
+        (0..10_000)
+            .map(|_| f64::from_bits(rng.next_u64()))
+            .collect()
+    };
+    for array in [noise, Float64Array::from(random)] {
+        let page = encode_page(&array, Encoding::Lz4).unwrap();
+        assert!(page.data.len() <= array.len() * 8, "lz4 grew a page");
+        let page = encode_page(&array, Encoding::BssLz4).unwrap();
+        assert!(page.data.len() <= array.len() * 8, "bss+lz4 grew a page");
+    }
+}

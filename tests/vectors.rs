@@ -1,0 +1,135 @@
+//! Cross-implementation vectors written by Arrow C++ (`../shared/vectors`): every
+//! BYTE_STREAM_SPLIT file unshuffles to its PLAIN twin, and the float ones decode through
+//! the BSS decompressor as one chunk.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use miniblock::encodings::{ByteStreamSplitDecompressor, ChunkStorage, MiniBlockDecompressor};
+use miniblock::shuffle::{shuffle, unshuffle};
+
+/// (BSS file, PLAIN twin, element width)
+const PAIRS: [(&str, &str, usize); 7] = [
+    (
+        "float16_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "float16_plain.PLAIN.n200.bin",
+        2,
+    ),
+    (
+        "float_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "float_plain.PLAIN.n200.bin",
+        4,
+    ),
+    (
+        "double_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "double_plain.PLAIN.n200.bin",
+        8,
+    ),
+    (
+        "int32_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "int32_plain.PLAIN.n200.bin",
+        4,
+    ),
+    (
+        "int64_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "int64_plain.PLAIN.n200.bin",
+        8,
+    ),
+    (
+        "flba5_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "flba5_plain.PLAIN.n200.bin",
+        5,
+    ),
+    (
+        "decimal_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+        "decimal_plain.PLAIN.n200.bin",
+        4,
+    ),
+];
+
+fn read(dir: &Path, name: &str) -> Vec<u8> {
+    fs::read(dir.join("vectors").join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn every_bss_vector_unshuffles_to_its_plain_twin() {
+    let Some(dir) = common::shared_dir("every_bss_vector_unshuffles_to_its_plain_twin") else {
+        return;
+    };
+    // Every BSS file in the folder is covered by a pair or by the n300 test below.
+    let mut listed: Vec<String> = fs::read_dir(dir.join("vectors"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            n.contains(".BYTE_STREAM_SPLIT.")
+                && Path::new(n).extension().is_some_and(|e| e == "bin")
+        })
+        .collect();
+    listed.sort();
+    let mut known: Vec<String> = PAIRS.iter().map(|p| p.0.to_owned()).collect();
+    known.extend([
+        "f32.BYTE_STREAM_SPLIT.n300.bin".to_owned(),
+        "f64.BYTE_STREAM_SPLIT.n300.bin".to_owned(),
+    ]);
+    known.sort();
+    assert_eq!(listed, known, "vectors folder changed");
+
+    for (bss, plain, width) in PAIRS {
+        let (bss, plain) = (read(&dir, bss), read(&dir, plain));
+        assert_eq!(bss.len(), 200 * width);
+        assert_eq!(unshuffle(&bss, width).unwrap(), plain, "{width}-byte pair");
+        assert_eq!(
+            shuffle(&plain, width).unwrap(),
+            bss,
+            "{width}-byte pair, shuffle"
+        );
+    }
+}
+
+#[test]
+fn float_vectors_decode_as_one_chunk() {
+    let Some(dir) = common::shared_dir("float_vectors_decode_as_one_chunk") else {
+        return;
+    };
+    let cases = [
+        (
+            "float_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+            Some("float_plain.PLAIN.n200.bin"),
+            32u64,
+            200usize,
+        ),
+        (
+            "double_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
+            Some("double_plain.PLAIN.n200.bin"),
+            64,
+            200,
+        ),
+        ("f32.BYTE_STREAM_SPLIT.n300.bin", None, 32, 300),
+        ("f64.BYTE_STREAM_SPLIT.n300.bin", None, 64, 300),
+    ];
+    for (bss, plain, bits, n) in cases {
+        let chunk = read(&dir, bss);
+        let expected = match plain {
+            Some(plain) => read(&dir, plain),
+            None => unshuffle(&chunk, bits as usize / 8).unwrap(),
+        };
+        let decoded = ByteStreamSplitDecompressor::try_new(bits)
+            .unwrap()
+            .decompress(&chunk, n, ChunkStorage::Raw)
+            .unwrap();
+        assert_eq!(decoded, expected, "{bss}");
+        if plain.is_none() {
+            // standard normals: finite and within +-10
+            for v in decoded.chunks_exact(bits as usize / 8) {
+                let x = if bits == 32 {
+                    f64::from(f32::from_le_bytes(v.try_into().unwrap()))
+                } else {
+                    f64::from_le_bytes(v.try_into().unwrap())
+                };
+                assert!(x.is_finite() && x.abs() < 10.0, "{bss}: {x}");
+            }
+        }
+    }
+}
