@@ -33,6 +33,7 @@
 
 pub mod encodings;
 pub mod error;
+pub mod file;
 mod kernels;
 pub mod page;
 pub mod proto;

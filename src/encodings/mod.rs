@@ -304,6 +304,30 @@ impl FromStr for Encoding {
     }
 }
 
+/// The encoding tree in words, e.g. `lz4 over byte_stream_split(32-bit)`.
+pub fn describe(encoding: &ArrayEncoding) -> String {
+    match &encoding.array_encoding {
+        None => "(none)".to_owned(),
+        Some(array_encoding::ArrayEncoding::Flat(flat)) => {
+            format!("flat({}-bit)", flat.bits_per_value)
+        }
+        Some(array_encoding::ArrayEncoding::ByteStreamSplit(bss)) => {
+            format!("byte_stream_split({}-bit)", bss.bits_per_value)
+        }
+        Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
+            let scheme = general
+                .compression
+                .as_ref()
+                .map_or("(no compression)", |c| c.scheme.as_str());
+            let inner = general
+                .inner
+                .as_deref()
+                .map_or_else(|| "(nothing)".to_owned(), describe);
+            format!("{scheme} over {inner}")
+        }
+    }
+}
+
 /// Builds the decompressor an `ArrayEncoding` describes, treating every field as hostile:
 /// a missing oneof or inner message is corrupt data, an unknown scheme, width or nesting is
 /// unsupported.

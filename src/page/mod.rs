@@ -32,9 +32,12 @@
 
 mod decoder;
 mod encoder;
+mod layout;
 
+pub(crate) use decoder::build_array;
 pub use decoder::PageDecoder;
 pub use encoder::{encode_page, PageEncoder};
+pub use layout::PageLayout;
 
 use arrow_schema::DataType;
 

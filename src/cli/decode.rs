@@ -1,0 +1,187 @@
+//! `miniblock decode INPUT OUTPUT`.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{Field, Schema};
+use clap::ValueEnum;
+use miniblock::file::FileReader;
+
+use super::{output, progress, CliError};
+
+/// Output formats of `decode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The values as little-endian bytes (nulls written as zero).
+    Raw,
+    /// A 1-D .npy array (nulls written as zero).
+    Npy,
+    /// An Arrow IPC file with one column, validity kept.
+    Arrow,
+}
+
+/// Arguments of `decode`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A miniblock column file.
+    input: PathBuf,
+    /// Where to write the column.
+    output: PathBuf,
+    /// The column to decode (may be left out when the file has one column).
+    #[arg(long, value_name = "NAME")]
+    column: Option<String>,
+    /// Only rows START..END (END exclusive; either side may be left out).
+    #[arg(long, value_name = "START..END")]
+    rows: Option<String>,
+    /// Output format (default: from OUTPUT's extension, .npy or .arrow/.feather, else raw).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+}
+
+fn parse_rows(text: &str, num_rows: u64) -> Result<Range<u64>, CliError> {
+    let bad = || CliError::new(format!("--rows {text:?} is not START..END"));
+    let (start, end) = text.split_once("..").ok_or_else(bad)?;
+    let start = if start.is_empty() {
+        0
+    } else {
+        start.trim().parse().map_err(|_| bad())?
+    };
+    let end = if end.is_empty() {
+        num_rows
+    } else {
+        end.trim().parse().map_err(|_| bad())?
+    };
+    if start > end || end > num_rows {
+        return Err(CliError::new(format!(
+            "--rows {start}..{end} is outside the file's {num_rows} rows"
+        )));
+    }
+    Ok(start..end)
+}
+
+/// The values of a float array as little-endian bytes, values under nulls as zero.
+fn le_bytes(array: &dyn Array) -> Vec<u8> {
+    let data = array.to_data();
+    let width = array.data_type().primitive_width().unwrap_or(1);
+    let start = data.offset() * width;
+    let mut bytes = data.buffers()[0].as_slice()[start..start + data.len() * width].to_vec();
+    if let Some(nulls) = array.nulls() {
+        for (value, valid) in bytes.chunks_exact_mut(width).zip(nulls.iter()) {
+            if !valid {
+                value.fill(0);
+            }
+        }
+    }
+    bytes
+}
+
+/// Runs `decode`.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let shown = args.input.display().to_string();
+    let file =
+        File::open(&args.input).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+    let file_bytes = file.metadata().map_or(0, |m| m.len());
+    let mut reader = FileReader::open(BufReader::new(file))
+        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let schema = reader.schema().clone();
+    let column = match &args.column {
+        Some(name) => reader
+            .column_index(name)
+            .map_err(|e| CliError::new(format!("{shown}: {e}")))?,
+        None if schema.fields().len() == 1 => 0,
+        None => {
+            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            return Err(CliError::new(format!(
+                "{shown} has {} columns ({}); name one with --column",
+                names.len(),
+                names.join(", ")
+            )));
+        }
+    };
+    let field = schema.field(column).clone();
+    let rows = match &args.rows {
+        Some(text) => parse_rows(text, reader.num_rows())?,
+        None => 0..reader.num_rows(),
+    };
+    let format = args.format.unwrap_or_else(|| {
+        match args
+            .output
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("npy") => Format::Npy,
+            Some("arrow" | "feather" | "ipc") => Format::Arrow,
+            _ => Format::Raw,
+        }
+    });
+    // Decode page by page so memory stays at one page whatever the column's size.
+    let mut steps = Vec::new();
+    let mut row = 0u64;
+    for page in &reader.footer().columns[column].pages {
+        let (lo, hi) = (row.max(rows.start), (row + page.num_values).min(rows.end));
+        if lo < hi {
+            steps.push(lo..hi);
+        }
+        row += page.num_values;
+    }
+    let bar = progress::bar(file_bytes, "decoding");
+    let width = field.data_type().primitive_width().unwrap_or(1);
+    let len =
+        usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
+    let out_field = Arc::new(Schema::new(vec![Field::new(
+        field.name(),
+        field.data_type().clone(),
+        field.is_nullable(),
+    )]));
+    let out_shown = args.output.display().to_string();
+    let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
+    output::atomic_write(&args.output, |sink| {
+        let mut read = |step: Range<u64>| -> Result<ArrayRef, CliError> {
+            let array = reader
+                .read_column_range(column, step)
+                .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+            bar.inc((array.len() * width) as u64);
+            Ok(array)
+        };
+        match format {
+            Format::Raw | Format::Npy => {
+                if format == Format::Npy {
+                    let descr = if width == 4 { "<f4" } else { "<f8" };
+                    sink.write_all(&output::npy_header(descr, len))
+                        .map_err(|e| write_err(&e))?;
+                }
+                for step in steps {
+                    let array = read(step)?;
+                    sink.write_all(&le_bytes(array.as_ref()))
+                        .map_err(|e| write_err(&e))?;
+                }
+            }
+            Format::Arrow => {
+                let mut writer = arrow_ipc::writer::FileWriter::try_new(&mut *sink, &out_field)
+                    .map_err(|e| write_err(&e))?;
+                for step in steps {
+                    let array = read(step)?;
+                    let batch = RecordBatch::try_new(out_field.clone(), vec![array])
+                        .map_err(|e| write_err(&e))?;
+                    writer.write(&batch).map_err(|e| write_err(&e))?;
+                }
+                writer.finish().map_err(|e| write_err(&e))?;
+            }
+        }
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    println!(
+        "wrote {out_shown}: column {:?}, rows {}..{} ({len} values, {:?})",
+        field.name(),
+        rows.start,
+        rows.end,
+        format
+    );
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `miniblock encode INPUT OUTPUT`.
+
+use std::path::PathBuf;
+
+use miniblock::file::{FileWriter, WriteOptions};
+
+use super::{input, output, progress, CliError, Dtype, EncodingArg};
+
+/// Arguments of `encode`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Input: .f32/.f64 raw little-endian floats, .npy, Arrow IPC (.arrow/.feather) or .parquet.
+    input: PathBuf,
+    /// The miniblock column file to write.
+    output: PathBuf,
+    /// Encoding of every page.
+    #[arg(long, value_enum, default_value = "bss+lz4")]
+    encoding: EncodingArg,
+    /// Read INPUT as raw little-endian floats of this type, whatever its extension.
+    #[arg(long, value_enum)]
+    dtype: Option<Dtype>,
+    /// Encode only these columns (repeatable); default: every float column.
+    #[arg(long = "column", value_name = "NAME")]
+    columns: Vec<String>,
+    /// Values per page (default: about 1 MiB of values).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    page_values: Option<u64>,
+}
+
+/// Runs `encode`.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let mut columns = args.columns.clone();
+    columns.dedup();
+    let mut input = input::open(&args.input, args.dtype, &columns)?;
+    let bar = progress::bar(input.file_bytes, "encoding");
+    let options = WriteOptions {
+        encoding: args.encoding.into(),
+        page_values: args.page_values.map(|n| n as usize),
+    };
+    let schema = input.schema.clone();
+    let shown = args.output.display().to_string();
+    let mut rows = 0u64;
+    output::atomic_write(&args.output, |sink| {
+        let mut writer = FileWriter::try_new(sink, &schema, options)
+            .map_err(|e| CliError::new(format!("{}: {e}", args.input.display())))?;
+        while let Some(batch) = input.next_batch() {
+            let batch = batch?;
+            rows += batch.num_rows() as u64;
+            bar.inc(batch.get_array_memory_size() as u64);
+            writer
+                .write_batch(&batch)
+                .map_err(|e| CliError::new(format!("encoding {}: {e}", args.input.display())))?;
+        }
+        if rows == 0 {
+            return Err(CliError::new(format!(
+                "{}: the input holds no values",
+                args.input.display()
+            )));
+        }
+        writer
+            .finish()
+            .map_err(|e| CliError::new(format!("writing {shown}: {e}")))?;
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    let written = std::fs::metadata(&args.output).map_or(0, |m| m.len());
+    let raw: u64 = schema
+        .fields()
+        .iter()
+        .map(|f| rows * f.data_type().primitive_width().unwrap_or(0) as u64)
+        .sum();
+    println!(
+        "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}",
+        schema.fields().len(),
+        raw as f64 / written.max(1) as f64,
+        miniblock::Encoding::from(args.encoding)
+    );
+    Ok(())
+}

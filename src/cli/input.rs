@@ -1,0 +1,405 @@
+//! Reading float columns from the files a user has: raw little-endian floats, `.npy`,
+//! Arrow IPC and Parquet. Every reader streams record batches of the selected float
+//! columns, so large inputs never sit in memory twice.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, RecordBatchReader};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use super::{CliError, Dtype};
+
+/// Values per batch for raw and `.npy` inputs (1 MiB of f32).
+const BATCH_VALUES: usize = 1 << 18;
+
+/// An opened input: its name, the schema of the columns taken, and their batches.
+pub struct Input {
+    /// The file's stem.
+    pub name: String,
+    /// The float columns taken from it.
+    pub schema: SchemaRef,
+    /// Size of the file in bytes, for progress.
+    pub file_bytes: u64,
+    batches: Box<dyn Iterator<Item = Result<RecordBatch, CliError>>>,
+}
+
+impl Input {
+    /// The next batch, if any.
+    pub fn next_batch(&mut self) -> Option<Result<RecordBatch, CliError>> {
+        self.batches.next()
+    }
+
+    /// Every column, whole: one array per column.
+    pub fn read_all(mut self) -> Result<Vec<(String, ArrayRef)>, CliError> {
+        let mut parts: Vec<Vec<ArrayRef>> = vec![Vec::new(); self.schema.fields().len()];
+        while let Some(batch) = self.next_batch() {
+            for (part, column) in parts.iter_mut().zip(batch?.columns()) {
+                part.push(column.clone());
+            }
+        }
+        let mut columns = Vec::with_capacity(parts.len());
+        for (field, part) in self.schema.fields().iter().zip(parts) {
+            let refs: Vec<&dyn Array> = part.iter().map(AsRef::as_ref).collect();
+            let array = if refs.is_empty() {
+                arrow_array::new_empty_array(field.data_type())
+            } else {
+                arrow_select::concat::concat(&refs)
+                    .map_err(|e| CliError::new(format!("{}: {e}", self.name)))?
+            };
+            columns.push((field.name().clone(), array));
+        }
+        Ok(columns)
+    }
+}
+
+/// Opens `path`, choosing the reader by extension (`--dtype` makes any file raw).
+pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Input, CliError> {
+    let shown = path.display().to_string();
+    let file = File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+    let file_bytes = file
+        .metadata()
+        .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?
+        .len();
+    let name = path
+        .file_stem()
+        .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let raw_dtype = dtype.or(match ext.as_str() {
+        "f32" => Some(Dtype::F32),
+        "f64" => Some(Dtype::F64),
+        _ => None,
+    });
+    let (schema, batches) = if let Some(dtype) = raw_dtype {
+        single_column_only(&name, wanted, &shown)?;
+        raw(file, file_bytes, dtype, &name, &shown)?
+    } else {
+        match ext.as_str() {
+            "npy" => {
+                single_column_only(&name, wanted, &shown)?;
+                npy(file, file_bytes, &name, &shown)?
+            }
+            "arrow" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
+            "parquet" | "pq" => parquet(file, wanted, &shown)?,
+            _ => {
+                return Err(CliError::new(format!(
+                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .feather or .parquet (or --dtype for raw floats)"
+                )))
+            }
+        }
+    };
+    if file_bytes == 0 {
+        return Err(CliError::new(format!("{shown}: the file is empty")));
+    }
+    Ok(Input {
+        name,
+        schema,
+        file_bytes,
+        batches,
+    })
+}
+
+type Batches = Box<dyn Iterator<Item = Result<RecordBatch, CliError>>>;
+
+fn single_column_only(name: &str, wanted: &[String], shown: &str) -> Result<(), CliError> {
+    match wanted {
+        [] => Ok(()),
+        [one] if one == name => Ok(()),
+        _ => Err(CliError::new(format!(
+            "{shown} holds one column named {name:?}; --column {wanted:?} does not match"
+        ))),
+    }
+}
+
+fn one_column_schema(name: &str, dtype: Dtype) -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
+        name,
+        dtype.data_type(),
+        false,
+    )]))
+}
+
+/// Turns little-endian value bytes into a one-column batch.
+fn batch_from_le(
+    schema: &SchemaRef,
+    dtype: Dtype,
+    bytes: &[u8],
+    swap: bool,
+) -> Result<RecordBatch, CliError> {
+    let array: ArrayRef = match dtype {
+        Dtype::F32 => Arc::new(Float32Array::from_iter_values(bytes.chunks_exact(4).map(
+            |b| {
+                let b: [u8; 4] = b.try_into().unwrap_or_default();
+                f32::from_bits(if swap {
+                    u32::from_be_bytes(b)
+                } else {
+                    u32::from_le_bytes(b)
+                })
+            },
+        ))),
+        Dtype::F64 => Arc::new(Float64Array::from_iter_values(bytes.chunks_exact(8).map(
+            |b| {
+                let b: [u8; 8] = b.try_into().unwrap_or_default();
+                f64::from_bits(if swap {
+                    u64::from_be_bytes(b)
+                } else {
+                    u64::from_le_bytes(b)
+                })
+            },
+        ))),
+    };
+    RecordBatch::try_new(schema.clone(), vec![array]).map_err(|e| CliError::new(e.to_string()))
+}
+
+/// Streams `len` bytes of values from `reader` as batches.
+fn value_stream<R: Read + 'static>(
+    mut reader: R,
+    len: u64,
+    schema: SchemaRef,
+    dtype: Dtype,
+    swap: bool,
+    shown: String,
+) -> Batches {
+    let mut left = len;
+    let mut buf = Vec::new();
+    Box::new(std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let take = left.min((BATCH_VALUES * dtype.width()) as u64) as usize;
+        buf.resize(take, 0);
+        if let Err(e) = reader.read_exact(&mut buf) {
+            left = 0;
+            return Some(Err(CliError::new(format!("reading {shown}: {e}"))));
+        }
+        left -= take as u64;
+        Some(batch_from_le(&schema, dtype, &buf, swap))
+    }))
+}
+
+fn raw(
+    file: File,
+    len: u64,
+    dtype: Dtype,
+    name: &str,
+    shown: &str,
+) -> Result<(SchemaRef, Batches), CliError> {
+    if len % dtype.width() as u64 != 0 {
+        return Err(CliError::new(format!(
+            "{shown}: {len} bytes is not a whole number of {}-byte {} values",
+            dtype.width(),
+            dtype.name()
+        )));
+    }
+    let schema = one_column_schema(name, dtype);
+    let batches = value_stream(
+        BufReader::new(file),
+        len,
+        schema.clone(),
+        dtype,
+        false,
+        shown.to_owned(),
+    );
+    Ok((schema, batches))
+}
+
+/// `.npy` version 1, 2 or 3 with a `<f4`, `<f8`, `>f4` or `>f8` dtype, any shape (values are
+/// taken in file order).
+fn npy(
+    file: File,
+    file_len: u64,
+    name: &str,
+    shown: &str,
+) -> Result<(SchemaRef, Batches), CliError> {
+    let bad = |what: &str| CliError::new(format!("{shown}: not a valid .npy file: {what}"));
+    let mut reader = BufReader::new(file);
+    let mut magic = [0u8; 8];
+    reader
+        .read_exact(&mut magic)
+        .map_err(|_| bad("shorter than its magic"))?;
+    if &magic[..6] != b"\x93NUMPY" {
+        return Err(bad("no \\x93NUMPY magic"));
+    }
+    let header_len = match magic[6] {
+        1 => {
+            let mut n = [0u8; 2];
+            reader
+                .read_exact(&mut n)
+                .map_err(|_| bad("truncated header"))?;
+            u64::from(u16::from_le_bytes(n))
+        }
+        2 | 3 => {
+            let mut n = [0u8; 4];
+            reader
+                .read_exact(&mut n)
+                .map_err(|_| bad("truncated header"))?;
+            u64::from(u32::from_le_bytes(n))
+        }
+        v => return Err(bad(&format!("version {v}"))),
+    };
+    let prefix = if magic[6] == 1 { 10 } else { 12 };
+    if header_len > file_len.saturating_sub(prefix) || header_len > 1 << 20 {
+        return Err(bad("header longer than the file"));
+    }
+    let mut header = vec![0u8; header_len as usize];
+    reader
+        .read_exact(&mut header)
+        .map_err(|_| bad("truncated header"))?;
+    let header = String::from_utf8_lossy(&header);
+    let descr = dict_value(&header, "descr").ok_or_else(|| bad("no descr"))?;
+    let (dtype, swap) = match descr.trim_matches(|c| c == '\'' || c == '"') {
+        "<f4" | "=f4" => (Dtype::F32, false),
+        "<f8" | "=f8" => (Dtype::F64, false),
+        ">f4" => (Dtype::F32, true),
+        ">f8" => (Dtype::F64, true),
+        other => {
+            return Err(CliError::new(format!(
+                "{shown}: .npy dtype {other} is not a float32 or float64 array"
+            )))
+        }
+    };
+    let shape = dict_value(&header, "shape").ok_or_else(|| bad("no shape"))?;
+    let mut count: u64 = 1;
+    for dim in shape
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+    {
+        let dim: u64 = dim.parse().map_err(|_| bad(&format!("shape {shape}")))?;
+        count = count
+            .checked_mul(dim)
+            .ok_or_else(|| bad("shape overflows"))?;
+    }
+    let data_len = count
+        .checked_mul(dtype.width() as u64)
+        .ok_or_else(|| bad("shape overflows"))?;
+    if prefix + header_len + data_len != file_len {
+        return Err(bad(&format!(
+            "shape {shape} needs {data_len} data bytes, the file holds {}",
+            file_len - prefix - header_len
+        )));
+    }
+    let schema = one_column_schema(name, dtype);
+    let batches = value_stream(
+        reader,
+        data_len,
+        schema.clone(),
+        dtype,
+        swap,
+        shown.to_owned(),
+    );
+    Ok((schema, batches))
+}
+
+/// The text after `'key':` in a Python dict literal, up to the next top-level comma.
+fn dict_value<'h>(header: &'h str, key: &str) -> Option<&'h str> {
+    let start = header.find(&format!("'{key}'"))? + key.len() + 2;
+    let rest = header[start..].trim_start().strip_prefix(':')?.trim_start();
+    let mut depth = 0i32;
+    for (i, c) in rest.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' | '}' if depth <= 0 => return Some(rest[..i].trim()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Picks the float columns of `schema` (all of them, or those named in `wanted`).
+fn float_columns(schema: &Schema, wanted: &[String], shown: &str) -> Result<Vec<usize>, CliError> {
+    let is_float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
+    if wanted.is_empty() {
+        let found: Vec<usize> = (0..schema.fields().len())
+            .filter(|&i| is_float(schema.field(i).data_type()))
+            .collect();
+        if found.is_empty() {
+            let fields: Vec<String> = schema
+                .fields()
+                .iter()
+                .map(|f| format!("{}: {}", f.name(), f.data_type()))
+                .collect();
+            return Err(CliError::new(format!(
+                "{shown} has no Float32 or Float64 column (it has {})",
+                fields.join(", ")
+            )));
+        }
+        return Ok(found);
+    }
+    wanted
+        .iter()
+        .map(|name| {
+            let i = schema
+                .index_of(name)
+                .map_err(|_| CliError::new(format!("{shown} has no column {name:?}")))?;
+            let t = schema.field(i).data_type();
+            if is_float(t) {
+                Ok(i)
+            } else {
+                Err(CliError::new(format!(
+                    "column {name:?} of {shown} has type {t}; only Float32 and Float64 columns can be encoded"
+                )))
+            }
+        })
+        .collect()
+}
+
+fn ipc(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
+    let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
+        .map_err(|e| CliError::new(format!("{shown}: not a readable Arrow IPC file: {e}")))?;
+    let indices = float_columns(&reader.schema(), wanted, shown)?;
+    let schema = Arc::new(
+        reader
+            .schema()
+            .project(&indices)
+            .map_err(|e| CliError::new(e.to_string()))?,
+    );
+    let shown = shown.to_owned();
+    let batches = reader.map(move |b| {
+        b.and_then(|b| b.project(&indices))
+            .map_err(|e| CliError::new(format!("reading {shown}: {e}")))
+    });
+    Ok((schema, Box::new(batches)))
+}
+
+fn parquet(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| CliError::new(format!("{shown}: not a readable Parquet file: {e}")))?;
+    let indices = float_columns(builder.schema(), wanted, shown)?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), indices.clone());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(BATCH_VALUES)
+        .build()
+        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let schema = reader.schema();
+    // Parquet yields projected columns in file order; keep the order the user named them in.
+    let order: Vec<usize> = {
+        let mut sorted = indices.clone();
+        sorted.sort_unstable();
+        indices
+            .iter()
+            .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
+            .collect()
+    };
+    let schema = Arc::new(
+        schema
+            .project(&order)
+            .map_err(|e| CliError::new(e.to_string()))?,
+    );
+    let shown = shown.to_owned();
+    let batches = reader.map(move |b| {
+        b.and_then(|b| b.project(&order))
+            .map_err(|e| CliError::new(format!("reading {shown}: {e}")))
+    });
+    Ok((schema, Box::new(batches)))
+}

@@ -1,0 +1,136 @@
+//! `miniblock inspect FILE`.
+
+use std::fmt::Write;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use miniblock::encodings::{describe, ChunkStorage};
+use miniblock::file::FileReader;
+use miniblock::page::PageLayout;
+use prost::Message;
+use serde_json::json;
+
+use super::CliError;
+
+/// Arguments of `inspect`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A miniblock column file.
+    file: PathBuf,
+    /// Print one JSON object (with each page's ArrayEncoding as protobuf hex) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// Runs `inspect`.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let shown = args.file.display().to_string();
+    let file =
+        File::open(&args.file).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+    let file_bytes = file.metadata().map_or(0, |m| m.len());
+    let reader = FileReader::open(BufReader::new(file))
+        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let footer = reader.footer();
+    let mut columns_json = Vec::new();
+    let mut text = format!(
+        "{shown}: {file_bytes} bytes, {} rows, {} column(s)\n",
+        footer.num_rows,
+        footer.columns.len()
+    );
+    for (field, column) in reader.schema().fields().iter().zip(&footer.columns) {
+        let width = field.data_type().primitive_width().unwrap_or(1);
+        let raw = footer.num_rows * width as u64;
+        let encoded: u64 = column
+            .pages
+            .iter()
+            .map(|p| p.length + p.chunk_table.len() as u64)
+            .sum();
+        let _ = write!(
+            text,
+            "\ncolumn {:?}: {}{}, {} page(s), {raw} raw bytes -> {encoded} bytes (data + chunk tables), ratio {:.3}\n",
+            field.name(),
+            field.data_type(),
+            if field.is_nullable() { ", nullable" } else { "" },
+            column.pages.len(),
+            raw as f64 / encoded.max(1) as f64
+        );
+        let mut pages_json = Vec::new();
+        for (index, page) in column.pages.iter().enumerate() {
+            let layout =
+                PageLayout::parse(page.num_values, &page.chunk_table, width).map_err(|e| {
+                    CliError::new(format!(
+                        "{shown}: column {:?} page {index}: {e}",
+                        field.name()
+                    ))
+                })?;
+            let sizes: Vec<u16> = layout.chunk_metas().map(|c| c.num_bytes).collect();
+            let compressed = layout
+                .chunk_metas()
+                .filter(|c| c.storage == ChunkStorage::Compressed)
+                .count();
+            let with_nulls = layout.chunk_metas().filter(|c| c.has_validity).count();
+            let (min, max) = (
+                sizes.iter().min().copied().unwrap_or(0),
+                sizes.iter().max().copied().unwrap_or(0),
+            );
+            let mean = page.length as f64 / sizes.len().max(1) as f64;
+            let page_raw = page.num_values * width as u64;
+            let encoding = page.encoding.clone().unwrap_or_default();
+            let words = describe(&encoding);
+            let _ = writeln!(
+                text,
+                "  page {index}: rows {}, bytes {}+{} at offset {}, {words}, {} chunks (bytes min {min} / mean {mean:.0} / max {max}; {compressed} compressed, {with_nulls} with nulls), ratio {:.3}",
+                page.num_values,
+                page.length,
+                page.chunk_table.len(),
+                page.offset,
+                sizes.len(),
+                page_raw as f64 / (page.length + page.chunk_table.len() as u64).max(1) as f64
+            );
+            pages_json.push(json!({
+                "index": index,
+                "offset": page.offset,
+                "length": page.length,
+                "num_values": page.num_values,
+                "encoding": words,
+                "encoding_hex": hex(&encoding.encode_to_vec()),
+                "chunks": sizes.len(),
+                "chunk_bytes": sizes,
+                "compressed_chunks": compressed,
+                "chunks_with_nulls": with_nulls,
+                "crc32c": page.crc32c,
+                "ratio": page_raw as f64 / (page.length + page.chunk_table.len() as u64).max(1) as f64,
+            }));
+        }
+        columns_json.push(json!({
+            "name": field.name(),
+            "type": field.data_type().to_string(),
+            "nullable": field.is_nullable(),
+            "raw_bytes": raw,
+            "encoded_bytes": encoded,
+            "ratio": raw as f64 / encoded.max(1) as f64,
+            "pages": pages_json,
+        }));
+    }
+    if args.json {
+        let doc = json!({
+            "file": shown,
+            "file_bytes": file_bytes,
+            "format_version": footer.format_version,
+            "num_rows": footer.num_rows,
+            "columns": columns_json,
+        });
+        println!("{doc}");
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}

@@ -1,0 +1,374 @@
+//! A column file -> Arrow arrays, whole columns or row ranges.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use prost::Message;
+
+use super::{FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
+use crate::encodings::{checked_len, decompressor_for};
+use crate::error::{Error, Result};
+use crate::page::{build_array, value_width, PageDecoder, PageLayout};
+use crate::proto::encodings::ArrayEncoding;
+use crate::proto::file as pb;
+
+/// Reads a column file from any `Read + Seek` source (a `File`, a `Cursor` over bytes).
+///
+/// [`open`](Self::open) reads only the header and the footer and checks them against the
+/// file's size; reads then fetch only the pages, and within a page only the chunks, that
+/// the asked rows overlap.
+#[derive(Debug)]
+pub struct FileReader<R> {
+    source: R,
+    footer: pb::Footer,
+    schema: SchemaRef,
+    /// Per column, the first row of each page (and the row count at the end).
+    page_starts: Vec<Vec<u64>>,
+    verify_checksums: bool,
+}
+
+impl<R: Read + Seek> FileReader<R> {
+    /// Opens a file: checks its magics, reads and checks its footer.
+    pub fn open(mut source: R) -> Result<Self> {
+        let file_len = source
+            .seek(SeekFrom::End(0))
+            .map_err(|e| io_error(e, "finding the file size"))?;
+        let mut header = [0u8; HEADER_LEN as usize];
+        let got = read_at_most(&mut source, 0, &mut header)?;
+        if got < MAGIC.len() || header[..4] != MAGIC {
+            if got < MAGIC.len() && header[..got] == MAGIC[..got] {
+                return Err(Error::truncated(format!(
+                    "file of {file_len} bytes ends inside its header"
+                )));
+            }
+            return Err(Error::corrupt(
+                "not a miniblock file (no MBLK magic at its start)",
+            ));
+        }
+        if file_len < HEADER_LEN + TRAILER_LEN {
+            return Err(Error::truncated(format!(
+                "file of {file_len} bytes is shorter than a header and a trailer"
+            )));
+        }
+        let version = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+        if version != FORMAT_VERSION {
+            return Err(Error::unsupported(format!(
+                "file format version {version} (this build reads version {FORMAT_VERSION})"
+            )));
+        }
+        let mut trailer = [0u8; TRAILER_LEN as usize];
+        read_exact_at(&mut source, file_len - TRAILER_LEN, &mut trailer)?;
+        if trailer[8..] != MAGIC {
+            return Err(Error::truncated(format!(
+                "file of {file_len} bytes does not end with its footer (cut short, or still being written)"
+            )));
+        }
+        let footer_len = u64::from(u32::from_le_bytes([
+            trailer[0], trailer[1], trailer[2], trailer[3],
+        ]));
+        let footer_crc = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+        let footer_start = (file_len - TRAILER_LEN)
+            .checked_sub(footer_len)
+            .filter(|&start| start >= HEADER_LEN)
+            .ok_or_else(|| {
+                Error::corrupt(format!(
+                    "footer length {footer_len} does not fit in a file of {file_len} bytes"
+                ))
+            })?;
+        let mut footer_bytes = vec![0u8; footer_len as usize];
+        read_exact_at(&mut source, footer_start, &mut footer_bytes)?;
+        if crc32c::crc32c(&footer_bytes) != footer_crc {
+            return Err(Error::corrupt(
+                "footer checksum mismatch: the footer is damaged",
+            ));
+        }
+        let footer = pb::Footer::decode(footer_bytes.as_slice())
+            .map_err(|e| Error::corrupt(format!("footer does not parse: {e}")))?;
+        let (schema, page_starts) = validate_footer(&footer, footer_start)?;
+        Ok(Self {
+            source,
+            footer,
+            schema,
+            page_starts,
+            verify_checksums: true,
+        })
+    }
+
+    /// Whether whole-page reads check each page's CRC32C (on by default). Turning it off
+    /// is an explicit opt-out for callers who verify bytes elsewhere.
+    pub fn set_verify_checksums(&mut self, verify: bool) {
+        self.verify_checksums = verify;
+    }
+
+    /// The file's schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows in every column.
+    pub fn num_rows(&self) -> u64 {
+        self.footer.num_rows
+    }
+
+    /// The footer as read.
+    pub fn footer(&self) -> &pb::Footer {
+        &self.footer
+    }
+
+    /// The index of the column named `name`.
+    pub fn column_index(&self, name: &str) -> Result<usize> {
+        self.schema.index_of(name).map_err(|_| {
+            let names: Vec<&str> = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect();
+            Error::invalid(format!("no column {name:?}; the file has {names:?}"))
+        })
+    }
+
+    /// Reads a whole column.
+    pub fn read_column(&mut self, column: usize) -> Result<ArrayRef> {
+        let rows = self.footer.num_rows;
+        self.read_column_range(column, 0..rows)
+    }
+
+    /// Reads rows `rows` of a column, fetching only the pages and chunks they overlap.
+    pub fn read_column_range(&mut self, column: usize, rows: Range<u64>) -> Result<ArrayRef> {
+        let field = self.schema.fields().get(column).cloned().ok_or_else(|| {
+            Error::invalid(format!(
+                "column {column} asked of a file of {} columns",
+                self.schema.fields().len()
+            ))
+        })?;
+        if rows.start > rows.end || rows.end > self.footer.num_rows {
+            return Err(Error::invalid(format!(
+                "rows {rows:?} are outside the file's {} rows",
+                self.footer.num_rows
+            )));
+        }
+        let data_type = field.data_type().clone();
+        let width = value_width(&data_type)?;
+        let starts = &self.page_starts[column];
+        let first = starts
+            .partition_point(|&s| s <= rows.start)
+            .saturating_sub(1);
+        let end = starts[..starts.len() - 1].partition_point(|&s| s < rows.end);
+        // Validate every page's chunk table before allocating the output.
+        let mut plans = Vec::new();
+        for index in first..end.max(first) {
+            let page = &self.footer.columns[column].pages[index];
+            let layout = PageLayout::parse(page.num_values, &page.chunk_table, width)
+                .map_err(|e| in_page(e, &field, index))?;
+            if layout.data_len() as u64 != page.length {
+                return Err(in_page(
+                    Error::corrupt(format!(
+                        "chunk table describes {} bytes, the footer says {}",
+                        layout.data_len(),
+                        page.length
+                    )),
+                    &field,
+                    index,
+                ));
+            }
+            let page_start = starts[index];
+            let lo = rows.start.max(page_start) - page_start;
+            let hi = rows.end.min(starts[index + 1]) - page_start;
+            if lo < hi {
+                plans.push((index, layout, lo as usize..hi as usize));
+            }
+        }
+        let len = usize::try_from(rows.end - rows.start)
+            .map_err(|_| Error::invalid("row range does not fit in memory"))?;
+        let mut values = MutableBuffer::from_len_zeroed(checked_len(len, width)?);
+        let mut validity = field.is_nullable().then(|| BooleanBufferBuilder::new(len));
+        let mut buffer = Vec::new();
+        let mut written = 0usize;
+        for (index, layout, local) in plans {
+            let out = &mut values.as_slice_mut()[written * width..(written + local.len()) * width];
+            self.read_page_rows(
+                column,
+                index,
+                layout,
+                local.clone(),
+                &data_type,
+                &mut buffer,
+                out,
+                validity.as_mut(),
+            )
+            .map_err(|e| in_page(e, &field, index))?;
+            written += local.len();
+        }
+        build_array(&data_type, values, len, validity)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_page_rows(
+        &mut self,
+        column: usize,
+        index: usize,
+        layout: PageLayout,
+        local: Range<usize>,
+        data_type: &DataType,
+        buffer: &mut Vec<u8>,
+        out: &mut [u8],
+        validity: Option<&mut BooleanBufferBuilder>,
+    ) -> Result<()> {
+        let page = &self.footer.columns[column].pages[index];
+        let encoding: &ArrayEncoding = page
+            .encoding
+            .as_ref()
+            .ok_or_else(|| Error::corrupt("page has no encoding"))?;
+        let decompressor = decompressor_for(encoding)?;
+        if local.start == 0 && local.end == layout.num_values() {
+            buffer.resize(layout.data_len(), 0);
+            read_exact_at(&mut self.source, page.offset, buffer)?;
+            if self.verify_checksums && crc32c::crc32c(buffer) != page.crc32c {
+                return Err(Error::corrupt(
+                    "page checksum mismatch: the page's bytes are damaged",
+                ));
+            }
+            let decoder = PageDecoder::with_layout(decompressor, layout, buffer)?
+                .with_data_type(data_type)?;
+            return decoder.decode_into(local, out, validity);
+        }
+        // Only the chunks the rows overlap.
+        let chunks = layout.chunks_for_rows(local.clone());
+        let bytes = layout.byte_range(chunks.clone());
+        buffer.resize(bytes.len(), 0);
+        read_exact_at(&mut self.source, page.offset + bytes.start as u64, buffer)?;
+        let (first_row, num_values, table) = layout.sub_page(chunks);
+        let decoder = PageDecoder::from_parts(encoding, num_values, &table, buffer)?
+            .with_data_type(data_type)?;
+        decoder.decode_into(
+            local.start - first_row..local.end - first_row,
+            out,
+            validity,
+        )
+    }
+
+    /// Gives the source back.
+    pub fn into_inner(self) -> R {
+        self.source
+    }
+}
+
+/// Checks every count and offset in the footer; returns the schema and each column's page
+/// start rows.
+fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef, Vec<Vec<u64>>)> {
+    let mut fields = Vec::with_capacity(footer.columns.len());
+    let mut page_starts = Vec::with_capacity(footer.columns.len());
+    for (c, column) in footer.columns.iter().enumerate() {
+        let data_type = match pb::ValueType::try_from(column.value_type) {
+            Ok(pb::ValueType::Float32) => DataType::Float32,
+            Ok(pb::ValueType::Float64) => DataType::Float64,
+            Ok(pb::ValueType::Unspecified) => {
+                return Err(Error::corrupt(format!(
+                    "column {c} ({:?}) has no value type",
+                    column.name
+                )));
+            }
+            Err(_) => {
+                return Err(Error::unsupported(format!(
+                    "column {c} ({:?}) has value type {}",
+                    column.name, column.value_type
+                )));
+            }
+        };
+        let mut starts = Vec::with_capacity(column.pages.len() + 1);
+        let mut row = 0u64;
+        for (p, page) in column.pages.iter().enumerate() {
+            let end = page.offset.checked_add(page.length);
+            if page.offset < HEADER_LEN || end.is_none_or(|e| e > footer_start) {
+                return Err(Error::corrupt(format!(
+                    "column {:?} page {p}: bytes {}+{} lie outside the file's data",
+                    column.name, page.offset, page.length
+                )));
+            }
+            if page.num_values == 0 {
+                return Err(Error::corrupt(format!(
+                    "column {:?} page {p} is empty",
+                    column.name
+                )));
+            }
+            starts.push(row);
+            row = row.checked_add(page.num_values).ok_or_else(|| {
+                Error::corrupt(format!("column {:?}: row count overflows", column.name))
+            })?;
+        }
+        starts.push(row);
+        if row != footer.num_rows {
+            return Err(Error::corrupt(format!(
+                "column {:?} has {row} rows in its pages, the file says {}",
+                column.name, footer.num_rows
+            )));
+        }
+        fields.push(Field::new(column.name.clone(), data_type, column.nullable));
+        page_starts.push(starts);
+    }
+    let schema = Schema::new(fields);
+    // Duplicate names would make lookups ambiguous.
+    for (i, f) in schema.fields().iter().enumerate() {
+        if schema.fields()[..i].iter().any(|g| g.name() == f.name()) {
+            return Err(Error::corrupt(format!(
+                "column name {:?} appears twice",
+                f.name()
+            )));
+        }
+    }
+    Ok((Arc::new(schema), page_starts))
+}
+
+fn in_page(e: Error, field: &Field, page: usize) -> Error {
+    let context = format!("column {:?} page {page}", field.name());
+    match e {
+        Error::Corrupt { message } => Error::corrupt(format!("{context}: {message}")),
+        Error::Truncated { message } => Error::truncated(format!("{context}: {message}")),
+        Error::Unsupported { message } => Error::unsupported(format!("{context}: {message}")),
+        other => other,
+    }
+}
+
+fn read_exact_at<R: Read + Seek>(source: &mut R, offset: u64, buf: &mut [u8]) -> Result<()> {
+    source
+        .seek(SeekFrom::Start(offset))
+        .map_err(|e| io_error(e, "seeking"))?;
+    source.read_exact(buf).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            Error::truncated(format!(
+                "file ends before the {} bytes at offset {offset}",
+                buf.len()
+            ))
+        } else {
+            io_error(e, "reading")
+        }
+    })
+}
+
+fn read_at_most<R: Read + Seek>(source: &mut R, offset: u64, buf: &mut [u8]) -> Result<usize> {
+    source
+        .seek(SeekFrom::Start(offset))
+        .map_err(|e| io_error(e, "seeking"))?;
+    let mut got = 0;
+    while got < buf.len() {
+        match source.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_error(e, "reading the header")),
+        }
+    }
+    Ok(got)
+}
+
+fn io_error(source: std::io::Error, context: &str) -> Error {
+    Error::Io {
+        context: context.to_owned(),
+        source,
+    }
+}

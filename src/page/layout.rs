@@ -1,0 +1,220 @@
+//! The validated chunk table of a page: where each chunk's rows and bytes are.
+
+use std::ops::Range;
+
+use super::{ChunkMeta, CHUNK_ENTRY_BYTES};
+use crate::encodings::{ChunkStorage, MAX_CHUNK_VALUES, MAX_LOG_NUM_VALUES};
+use crate::error::{Error, Result};
+
+/// Where a chunk is and what it holds, validated against the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkLocation {
+    pub(crate) offset: usize,
+    pub(crate) num_bytes: usize,
+    pub(crate) first_row: usize,
+    pub(crate) num_values: usize,
+    pub(crate) has_validity: bool,
+    pub(crate) storage: ChunkStorage,
+    pub(crate) meta: ChunkMeta,
+}
+
+impl ChunkLocation {
+    pub(crate) fn rows(&self) -> Range<usize> {
+        self.first_row..self.first_row + self.num_values
+    }
+}
+
+/// A page's chunk table, checked against the page's value count and value width: every
+/// count, size and log value is in range and consistent, so rows and byte ranges taken
+/// from it can be used without further checks. The data bytes need not be at hand, which
+/// lets a file reader fetch only the chunks a row range needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageLayout {
+    chunks: Vec<ChunkLocation>,
+    num_values: usize,
+    data_len: usize,
+}
+
+impl PageLayout {
+    /// Parses and validates a chunk table for a page of `num_values` values of `width`
+    /// bytes.
+    pub fn parse(num_values: u64, table: &[u8], width: usize) -> Result<Self> {
+        let num_values = usize::try_from(num_values)
+            .map_err(|_| Error::corrupt(format!("page value count {num_values} overflows")))?;
+        let chunks = locate_chunks(num_values, table, width)?;
+        let data_len = chunks.last().map_or(0, |c| c.offset + c.num_bytes);
+        Ok(Self {
+            chunks,
+            num_values,
+            data_len,
+        })
+    }
+
+    /// Values (rows) in the page.
+    pub fn num_values(&self) -> usize {
+        self.num_values
+    }
+
+    /// Chunks in the page.
+    pub fn num_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Bytes of data the table describes.
+    pub fn data_len(&self) -> usize {
+        self.data_len
+    }
+
+    /// Rows held by chunk `index`.
+    pub fn chunk_rows(&self, index: usize) -> Result<Range<usize>> {
+        self.chunks
+            .get(index)
+            .map(ChunkLocation::rows)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "chunk {index} asked of a page of {} chunks",
+                    self.chunks.len()
+                ))
+            })
+    }
+
+    /// The chunks that rows `rows` overlap.
+    pub fn chunks_for_rows(&self, rows: Range<usize>) -> Range<usize> {
+        if rows.start >= rows.end {
+            return 0..0;
+        }
+        let first = self
+            .chunks
+            .partition_point(|c| c.first_row + c.num_values <= rows.start);
+        let end = self.chunks.partition_point(|c| c.first_row < rows.end);
+        first..end.max(first)
+    }
+
+    /// Byte range, within the page data, of chunks `chunks` (which must be in range).
+    pub fn byte_range(&self, chunks: Range<usize>) -> Range<usize> {
+        match (
+            self.chunks.get(chunks.start),
+            chunks.end.checked_sub(1).and_then(|i| self.chunks.get(i)),
+        ) {
+            (Some(first), Some(last)) if chunks.start < chunks.end => {
+                first.offset..last.offset + last.num_bytes
+            }
+            _ => 0..0,
+        }
+    }
+
+    /// Chunks `chunks` as a page of their own: the first row they hold in this page, their
+    /// value count, and their chunk table (the last entry recording log 0). Decoding that
+    /// table with the bytes of [`byte_range`](Self::byte_range) gives those chunks' rows.
+    pub fn sub_page(&self, chunks: Range<usize>) -> (usize, u64, Vec<u8>) {
+        let span = self.chunks.get(chunks).unwrap_or(&[]);
+        let first_row = span.first().map_or(0, |c| c.first_row);
+        let num_values: usize = span.iter().map(|c| c.num_values).sum();
+        let mut table = Vec::with_capacity(span.len() * CHUNK_ENTRY_BYTES);
+        for (i, chunk) in span.iter().enumerate() {
+            let mut meta = chunk.meta;
+            if i + 1 == span.len() {
+                meta.log_num_values = 0;
+            }
+            table.extend_from_slice(&meta.to_bytes());
+        }
+        (first_row, num_values as u64, table)
+    }
+
+    /// The chunk table entries, in order.
+    pub fn chunk_metas(&self) -> impl Iterator<Item = ChunkMeta> + '_ {
+        self.chunks.iter().map(|c| c.meta)
+    }
+
+    pub(crate) fn chunks(&self) -> &[ChunkLocation] {
+        &self.chunks
+    }
+}
+
+/// Validates a chunk table against the page's value count and value width.
+fn locate_chunks(num_values: usize, table: &[u8], width: usize) -> Result<Vec<ChunkLocation>> {
+    if table.len() % CHUNK_ENTRY_BYTES != 0 {
+        return Err(Error::corrupt(format!(
+            "chunk table of {} bytes is not a whole number of {CHUNK_ENTRY_BYTES}-byte entries",
+            table.len()
+        )));
+    }
+    let num_chunks = table.len() / CHUNK_ENTRY_BYTES;
+    if (num_values == 0) != (num_chunks == 0) {
+        return Err(Error::corrupt(format!(
+            "page of {num_values} values has {num_chunks} chunks"
+        )));
+    }
+    let mut chunks = Vec::with_capacity(num_chunks);
+    let mut row = 0usize;
+    let mut offset = 0usize;
+    for (index, entry) in table.chunks_exact(CHUNK_ENTRY_BYTES).enumerate() {
+        let meta = ChunkMeta::from_bytes([entry[0], entry[1], entry[2], entry[3]], index)?;
+        let last = index + 1 == num_chunks;
+        let count = if last {
+            if meta.log_num_values != 0 {
+                return Err(Error::corrupt(format!(
+                    "last chunk {index} records log_num_values {} instead of 0",
+                    meta.log_num_values
+                )));
+            }
+            let rest = num_values - row;
+            if rest > MAX_CHUNK_VALUES {
+                return Err(Error::corrupt(format!(
+                    "last chunk {index} would hold {rest} values, more than {MAX_CHUNK_VALUES}"
+                )));
+            }
+            rest
+        } else {
+            if meta.log_num_values == 0 || meta.log_num_values > MAX_LOG_NUM_VALUES {
+                return Err(Error::corrupt(format!(
+                    "chunk {index} records log_num_values {} (expected 1..={MAX_LOG_NUM_VALUES})",
+                    meta.log_num_values
+                )));
+            }
+            let count = 1usize << meta.log_num_values;
+            if row + count >= num_values {
+                return Err(Error::corrupt(format!(
+                    "chunk {index} ends at row {} but the page has {num_values} rows and more chunks follow",
+                    row + count
+                )));
+            }
+            count
+        };
+        let num_bytes = usize::from(meta.num_bytes);
+        let bitmap = if meta.has_validity {
+            count.div_ceil(8)
+        } else {
+            0
+        };
+        let value_bytes = num_bytes.checked_sub(bitmap).ok_or_else(|| {
+            Error::corrupt(format!(
+                "chunk {index} of {num_bytes} bytes cannot hold its {bitmap}-byte validity"
+            ))
+        })?;
+        let decoded = count * width;
+        let plausible = match meta.storage {
+            ChunkStorage::Raw => value_bytes == decoded,
+            // LZ4 expands at most ~255x; anything beyond is a lie about the count.
+            ChunkStorage::Compressed => value_bytes > 0 && decoded <= value_bytes * 256 + 64,
+        };
+        if !plausible {
+            return Err(Error::corrupt(format!(
+                "chunk {index} ({:?}) holds {value_bytes} value bytes for {count} values of {width} bytes",
+                meta.storage
+            )));
+        }
+        chunks.push(ChunkLocation {
+            offset,
+            num_bytes,
+            first_row: row,
+            num_values: count,
+            has_validity: meta.has_validity,
+            storage: meta.storage,
+            meta,
+        });
+        row += count;
+        offset += num_bytes;
+    }
+    Ok(chunks)
+}
