@@ -1,0 +1,489 @@
+//! The `miniblock` command: every subcommand, every input format, and every error case
+//! (one line on stderr, non-zero exit, no panic, no partial output).
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, StringArray};
+use miniblock::proto::encodings::ArrayEncoding;
+use miniblock::Encoding;
+use prost::Message;
+
+fn miniblock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_miniblock"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = miniblock(args);
+    assert!(
+        out.status.success(),
+        "miniblock {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a command that must fail cleanly; returns its stderr.
+fn fails(args: &[&str]) -> String {
+    let out = miniblock(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "miniblock {args:?} should fail with 1: {stderr}"
+    );
+    assert!(stderr.starts_with("miniblock: error: "), "{stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line expected: {stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+    stderr
+}
+
+fn temp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn write_raw_f32(dir: &Path, name: &str, values: &[f32]) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(
+        &path,
+        values
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    path
+}
+
+/// No leftover temporary files in `dir`.
+fn assert_no_temp_files(dir: &Path) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.starts_with(".miniblock-"),
+            "temporary file left behind: {name}"
+        );
+    }
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for sub in [
+        &["--help"][..],
+        &["compare", "--help"],
+        &["encode", "--help"],
+        &["decode", "--help"],
+        &["inspect", "--help"],
+    ] {
+        let out = ok(sub);
+        assert!(out.contains("Usage:"), "{sub:?}: {out}");
+    }
+}
+
+#[test]
+fn raw_encode_decode_is_bit_exact_for_every_encoding() {
+    let dir = temp();
+    let values = common::mixed_f32(70_000, 3);
+    let input = write_raw_f32(dir.path(), "series.f32", &values);
+    let original = fs::read(&input).unwrap();
+    for encoding in ["plain", "lz4", "bss", "bss+lz4"] {
+        let encoded = dir.path().join(format!("series.{encoding}.mb"));
+        let out = ok(&[
+            "encode",
+            s(&input),
+            s(&encoded),
+            "--encoding",
+            encoding,
+            "--page-values",
+            "10000",
+        ]);
+        assert!(out.contains("70000 rows"), "{out}");
+        let decoded = dir.path().join("back.f32");
+        ok(&["decode", s(&encoded), s(&decoded)]);
+        assert_eq!(fs::read(&decoded).unwrap(), original, "{encoding}");
+        // a row range, across a page boundary
+        ok(&["decode", s(&encoded), s(&decoded), "--rows", "9990..20010"]);
+        assert_eq!(
+            fs::read(&decoded).unwrap(),
+            original[9990 * 4..20010 * 4],
+            "{encoding} rows"
+        );
+        ok(&["decode", s(&encoded), s(&decoded), "--rows", "69999.."]);
+        assert_eq!(
+            fs::read(&decoded).unwrap(),
+            original[69999 * 4..],
+            "{encoding} tail"
+        );
+    }
+    assert_no_temp_files(dir.path());
+}
+
+#[test]
+fn npy_in_and_out() {
+    let dir = temp();
+    let values: Vec<f64> = (0..5000).map(|i| (f64::from(i) * 0.37).sin()).collect();
+    // a big-endian <f8 written by hand: '>f8', 2-D shape
+    let header = "{'descr': '>f8', 'fortran_order': False, 'shape': (50, 100), }";
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{header:<117}\n");
+    npy.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    npy.extend_from_slice(padded.as_bytes());
+    npy.extend(values.iter().flat_map(|v| v.to_be_bytes()));
+    let input = dir.path().join("grid.npy");
+    fs::write(&input, npy).unwrap();
+    let encoded = dir.path().join("grid.mb");
+    ok(&["encode", s(&input), s(&encoded)]);
+    let inspect = ok(&["inspect", s(&encoded)]);
+    assert!(inspect.contains("column \"grid\": Float64"), "{inspect}");
+    // back out as .npy (little-endian) and as raw
+    let out_npy = dir.path().join("out.npy");
+    ok(&["decode", s(&encoded), s(&out_npy)]);
+    let bytes = fs::read(&out_npy).unwrap();
+    assert_eq!(&bytes[..6], b"\x93NUMPY");
+    let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    assert_eq!((10 + header_len) % 64, 0);
+    let header = String::from_utf8_lossy(&bytes[10..10 + header_len]);
+    assert!(
+        header.contains("'<f8'") && header.contains("(5000,)"),
+        "{header}"
+    );
+    let data: Vec<f64> = bytes[10 + header_len..]
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        data.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        values.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    // an .npy of another dtype is refused
+    let mut ints = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!(
+        "{:<117}\n",
+        "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }"
+    );
+    ints.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    ints.extend_from_slice(padded.as_bytes());
+    ints.extend_from_slice(&[0; 8]);
+    let bad = dir.path().join("ints.npy");
+    fs::write(&bad, ints).unwrap();
+    let err = fails(&["encode", s(&bad), s(&dir.path().join("x.mb"))]);
+    assert!(err.contains("<i4"), "{err}");
+}
+
+fn mixed_batch() -> RecordBatch {
+    let a: ArrayRef = Arc::new(Float32Array::from(common::mixed_f32(3000, 5)));
+    let b: ArrayRef = Arc::new(Float64Array::from_iter(
+        (0..3000).map(|i| (i % 10 != 0).then_some(f64::from(i) / 8.0)),
+    ));
+    let label: ArrayRef = Arc::new(StringArray::from_iter_values(
+        (0..3000).map(|i| format!("row{i}")),
+    ));
+    RecordBatch::try_from_iter_with_nullable([
+        ("a", a, false),
+        ("b", b, true),
+        ("label", label, false),
+    ])
+    .unwrap()
+}
+
+fn read_ipc(path: &Path) -> RecordBatch {
+    let reader =
+        arrow_ipc::reader::FileReader::try_new(fs::File::open(path).unwrap(), None).unwrap();
+    let schema = reader.schema();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    arrow_select::concat::concat_batches(&schema, &batches).unwrap()
+}
+
+#[test]
+fn parquet_and_ipc_inputs() {
+    let dir = temp();
+    let batch = mixed_batch();
+    let parquet_path = dir.path().join("table.parquet");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&parquet_path).unwrap(),
+        batch.schema(),
+        None,
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let ipc_path = dir.path().join("table.feather");
+    let mut writer = arrow_ipc::writer::FileWriter::try_new(
+        fs::File::create(&ipc_path).unwrap(),
+        &batch.schema(),
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+
+    for input in [&parquet_path, &ipc_path] {
+        let encoded = dir.path().join("table.mb");
+        ok(&["encode", s(input), s(&encoded), "--page-values", "1000"]);
+        let inspect = ok(&["inspect", s(&encoded)]);
+        assert!(
+            inspect.contains("2 column(s)") && inspect.contains("column \"b\": Float64, nullable"),
+            "{inspect}"
+        );
+        // a file with two columns needs --column
+        let out = dir.path().join("b.arrow");
+        let _ = fs::remove_file(&out);
+        let err = fails(&["decode", s(&encoded), s(&out)]);
+        assert!(err.contains("--column") && err.contains("a, b"), "{err}");
+        assert!(!out.exists());
+        // Arrow output keeps validity
+        ok(&["decode", s(&encoded), s(&out), "--column", "b"]);
+        let back = read_ipc(&out);
+        assert_eq!(back.column(0).to_data(), batch.column(1).to_data());
+        ok(&[
+            "decode",
+            s(&encoded),
+            s(&out),
+            "--column",
+            "b",
+            "--rows",
+            "995..2005",
+            "--format",
+            "arrow",
+        ]);
+        assert_eq!(
+            read_ipc(&out).column(0).to_data(),
+            batch.column(1).slice(995, 1010).to_data()
+        );
+        // raw output writes nulls as zero
+        let raw = dir.path().join("b.bin");
+        ok(&[
+            "decode",
+            s(&encoded),
+            s(&raw),
+            "--column",
+            "b",
+            "--format",
+            "raw",
+            "--rows",
+            "0..20",
+        ]);
+        let raw = fs::read(&raw).unwrap();
+        assert_eq!(raw[..8], [0; 8]);
+        assert_eq!(raw[8..16], (1.0f64 / 8.0).to_le_bytes());
+        // only the named column
+        ok(&["encode", s(input), s(&encoded), "--column", "b"]);
+        assert!(ok(&["inspect", s(&encoded)]).contains("1 column(s)"));
+        // a named non-float column is an error naming it and its type
+        let refused = dir.path().join("refused.mb");
+        let err = fails(&["encode", s(input), s(&refused), "--column", "label"]);
+        assert!(err.contains("\"label\"") && err.contains("Utf8"), "{err}");
+        assert!(!refused.exists());
+        let err = fails(&["encode", s(input), s(&refused), "--column", "nope"]);
+        assert!(err.contains("\"nope\""), "{err}");
+    }
+    // a Parquet file with no float column
+    let only_text = RecordBatch::try_from_iter([("label", batch.column(2).clone())]).unwrap();
+    let path = dir.path().join("text.parquet");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&path).unwrap(),
+        only_text.schema(),
+        None,
+    )
+    .unwrap();
+    writer.write(&only_text).unwrap();
+    writer.close().unwrap();
+    let err = fails(&["encode", s(&path), s(&dir.path().join("t.mb"))]);
+    assert!(err.contains("no Float32 or Float64 column"), "{err}");
+    assert_no_temp_files(dir.path());
+}
+
+#[test]
+fn error_cases_are_one_line_with_no_output_left() {
+    let dir = temp();
+    let out = dir.path().join("out.mb");
+    let missing = dir.path().join("missing.f32");
+    assert!(fails(&["encode", s(&missing), s(&out)]).contains("missing.f32"));
+    let text = dir.path().join("notes.txt");
+    fs::write(&text, "hello").unwrap();
+    assert!(fails(&["encode", s(&text), s(&out)]).contains("unknown extension"));
+    let empty = dir.path().join("empty.f32");
+    fs::write(&empty, b"").unwrap();
+    assert!(fails(&["encode", s(&empty), s(&out)]).contains("empty"));
+    let odd = dir.path().join("odd.f64");
+    fs::write(&odd, [0u8; 12]).unwrap();
+    assert!(fails(&["encode", s(&odd), s(&out)]).contains("12 bytes"));
+    assert!(fails(&["compare", s(&missing)]).contains("missing.f32"));
+    assert!(!out.exists());
+
+    // a good file, then damaged copies of it
+    let input = write_raw_f32(dir.path(), "x.f32", &common::mixed_f32(20_000, 8));
+    ok(&["encode", s(&input), s(&out)]);
+    let good = fs::read(&out).unwrap();
+    let decoded = dir.path().join("x.out.f32");
+    let truncated = dir.path().join("truncated.mb");
+    fs::write(&truncated, &good[..good.len() / 2]).unwrap();
+    assert!(fails(&["decode", s(&truncated), s(&decoded)]).contains("truncated"));
+    assert!(fails(&["inspect", s(&truncated)]).contains("truncated"));
+    let corrupt = dir.path().join("corrupt.mb");
+    let mut bad = good.clone();
+    bad[200] ^= 0x40;
+    fs::write(&corrupt, &bad).unwrap();
+    let err = fails(&["decode", s(&corrupt), s(&decoded)]);
+    assert!(err.contains("checksum") && err.contains("page 0"), "{err}");
+    assert!(!decoded.exists(), "partial output left behind");
+    // an existing output is left untouched by a failed decode
+    fs::write(&decoded, b"keep me").unwrap();
+    fails(&["decode", s(&corrupt), s(&decoded)]);
+    assert_eq!(fs::read(&decoded).unwrap(), b"keep me");
+    assert!(fails(&["decode", s(&input), s(&decoded)]).contains("not a miniblock file"));
+    assert!(fails(&["decode", s(&out), s(&decoded), "--rows", "5..20001"]).contains("outside"));
+    assert!(fails(&["decode", s(&out), s(&decoded), "--column", "y"]).contains("\"y\""));
+    assert_no_temp_files(dir.path());
+}
+
+#[test]
+fn compare_reports_every_encoding_as_json_and_plots() {
+    let dir = temp();
+    let smooth: Vec<f32> = (0..50_000)
+        .map(|i| (i as f32 * 0.001).sin() * 1000.0)
+        .collect();
+    let input = write_raw_f32(dir.path(), "smooth.f32", &smooth);
+    let plot = dir.path().join("plot.svg");
+    let out = ok(&[
+        "compare",
+        s(&input),
+        "--json",
+        "--runs",
+        "2",
+        "--plot",
+        s(&plot),
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), Encoding::ALL.len());
+    for (line, encoding) in lines.iter().zip(Encoding::ALL) {
+        assert_eq!(line["dataset"], "smooth");
+        assert_eq!(line["encoding"], encoding.name());
+        assert_eq!(line["values"], 50_000);
+        assert_eq!(line["raw_bytes"], 200_000);
+        let encoded = line["encoded_bytes"].as_f64().unwrap();
+        assert!((line["ratio"].as_f64().unwrap() - 200_000.0 / encoded).abs() < 1e-9);
+        assert!(
+            line["encode_gbps"].as_f64().unwrap() > 0.0
+                && line["decode_gbps"].as_f64().unwrap() > 0.0
+        );
+    }
+    // on a smooth series BSS+LZ4 has the best ratio
+    let best: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["best"] == true)
+        .map(|l| l["encoding"].as_str().unwrap())
+        .collect();
+    assert_eq!(best, ["bss+lz4"]);
+    let svg = fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg")
+            && svg.contains("decode speed")
+            && svg.contains("compression ratio")
+    );
+    for encoding in Encoding::ALL {
+        assert!(
+            svg.contains(&format!(">{encoding}</text>")),
+            "legend lacks {encoding}"
+        );
+    }
+    // the table form marks the best ratio
+    let table = ok(&["compare", s(&input), "--runs", "1"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("bss+lz4") && l.contains("best ratio")),
+        "{table}"
+    );
+}
+
+#[test]
+fn compare_defaults_to_the_bundled_sample() {
+    let out = ok(&["compare", "--json", "--runs", "1"]);
+    let datasets: std::collections::BTreeSet<String> = out
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["dataset"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(datasets.len() >= 3, "{datasets:?}");
+    assert_eq!(out.lines().count(), datasets.len() * Encoding::ALL.len());
+}
+
+#[test]
+fn inspect_json_carries_the_array_encoding_bytes() {
+    let dir = temp();
+    let input = write_raw_f32(dir.path(), "x.f32", &common::mixed_f32(300_000, 4));
+    let out = dir.path().join("x.mb");
+    ok(&["encode", s(&input), s(&out), "--encoding", "bss+lz4"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", s(&out), "--json"])).unwrap();
+    assert_eq!(json["num_rows"], 300_000);
+    let pages = json["columns"][0]["pages"].as_array().unwrap();
+    assert_eq!(pages.len(), 2);
+    let expected = Encoding::BssLz4.compressor(32).unwrap().array_encoding();
+    for page in pages {
+        let hex = page["encoding_hex"].as_str().unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(ArrayEncoding::decode(bytes.as_slice()).unwrap(), expected);
+        assert_eq!(page["encoding"], "lz4 over byte_stream_split(32-bit)");
+    }
+    assert_eq!(pages[0]["chunks"], 256);
+}
+
+#[test]
+fn every_shared_data_set_round_trips_through_the_cli() {
+    let Some(shared) = common::shared_dir("every_shared_data_set_round_trips_through_the_cli")
+    else {
+        return;
+    };
+    let dir = temp();
+    let mut files: Vec<PathBuf> = fs::read_dir(shared.join("data"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "f32" || e == "f64"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in &files {
+        let original = fs::read(file).unwrap();
+        let ext = file.extension().unwrap().to_str().unwrap();
+        for encoding in ["plain", "lz4", "bss", "bss+lz4"] {
+            let encoded = dir.path().join("f.mb");
+            let decoded = dir.path().join(format!("f.{ext}"));
+            ok(&["encode", s(file), s(&encoded), "--encoding", encoding]);
+            ok(&["decode", s(&encoded), s(&decoded)]);
+            assert!(
+                fs::read(&decoded).unwrap() == original,
+                "{} with {encoding} is not bit-exact",
+                file.display()
+            );
+        }
+    }
+}

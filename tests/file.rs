@@ -1,0 +1,253 @@
+//! Column files: writer/reader round trips over several columns, nulls, page boundaries
+//! and batch sizes; range reads that fetch only the overlapping pages; damaged files.
+
+mod common;
+
+use std::io::{Cursor, Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use miniblock::file::{FileReader, FileWriter, WriteOptions};
+use miniblock::{Encoding, ErrorKind};
+
+fn schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new("a", DataType::Float32, true),
+        Field::new("b", DataType::Float64, false),
+    ]))
+}
+
+fn columns(rows: usize) -> (ArrayRef, ArrayRef) {
+    let a: ArrayRef = Arc::new(Float32Array::from_iter(
+        common::mixed_f32(rows, 1)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (i % 13 != 5 && !(3000..3100).contains(&i)).then_some(v)),
+    ));
+    let b: ArrayRef = Arc::new(Float64Array::from(common::mixed_f64(rows, 2)));
+    (a, b)
+}
+
+/// Writes `rows` rows in batches of the given sizes (cycled).
+fn write_file(
+    rows: usize,
+    batch_sizes: &[usize],
+    options: WriteOptions,
+) -> (Vec<u8>, ArrayRef, ArrayRef) {
+    let (a, b) = columns(rows);
+    let mut writer = FileWriter::try_new(Vec::new(), &schema(), options).unwrap();
+    let mut start = 0;
+    for size in batch_sizes.iter().cycle() {
+        if start >= rows {
+            break;
+        }
+        let len = (*size).min(rows - start);
+        let batch =
+            RecordBatch::try_new(schema(), vec![a.slice(start, len), b.slice(start, len)]).unwrap();
+        writer.write_batch(&batch).unwrap();
+        start += len;
+    }
+    (writer.finish().unwrap(), a, b)
+}
+
+#[test]
+fn round_trip_columns_pages_and_ranges() {
+    for encoding in Encoding::ALL {
+        for page_values in [1000usize, 4096, 100_000] {
+            let options = WriteOptions {
+                encoding,
+                page_values: Some(page_values),
+            };
+            let (bytes, a, b) = write_file(25_000, &[1, 999, 7000, 3, 4096], options);
+            let mut reader = FileReader::open(Cursor::new(bytes)).unwrap();
+            assert_eq!(reader.num_rows(), 25_000);
+            assert_eq!(reader.schema().as_ref(), schema().as_ref());
+            assert_eq!(
+                reader.footer().columns[0].pages.len(),
+                25_000usize.div_ceil(page_values)
+            );
+            let context = format!("{encoding} pages of {page_values}");
+            common::assert_same_bits(
+                a.as_ref(),
+                reader.read_column(0).unwrap().as_ref(),
+                &context,
+            );
+            common::assert_same_bits(
+                b.as_ref(),
+                reader.read_column(1).unwrap().as_ref(),
+                &context,
+            );
+            for (start, end) in [
+                (0, 0),
+                (0, 1),
+                (999, 1001),
+                (2990, 3110),
+                (4095, 12_289),
+                (24_999, 25_000),
+                (0, 25_000),
+            ] {
+                let got = reader.read_column_range(0, start..end).unwrap();
+                common::assert_same_bits(
+                    &a.slice(start as usize, (end - start) as usize),
+                    got.as_ref(),
+                    &format!("{context} a {start}..{end}"),
+                );
+                let got = reader.read_column_range(1, start..end).unwrap();
+                common::assert_same_bits(
+                    &b.slice(start as usize, (end - start) as usize),
+                    got.as_ref(),
+                    &format!("{context} b {start}..{end}"),
+                );
+            }
+            assert_eq!(
+                reader.read_column_range(0, 10..25_001).unwrap_err().kind(),
+                ErrorKind::InvalidArgument
+            );
+            assert_eq!(
+                reader.read_column(2).unwrap_err().kind(),
+                ErrorKind::InvalidArgument
+            );
+        }
+    }
+}
+
+#[test]
+fn empty_file_round_trips() {
+    let writer = FileWriter::try_new(Vec::new(), &schema(), WriteOptions::default()).unwrap();
+    let bytes = writer.finish().unwrap();
+    let mut reader = FileReader::open(Cursor::new(bytes)).unwrap();
+    assert_eq!(reader.num_rows(), 0);
+    assert_eq!(reader.read_column(0).unwrap().len(), 0);
+}
+
+#[test]
+fn non_float_columns_are_refused_by_name() {
+    let schema = Schema::new(vec![
+        Field::new("x", DataType::Float32, false),
+        Field::new("count", DataType::Int32, false),
+    ]);
+    let err = FileWriter::try_new(Vec::new(), &schema, WriteOptions::default()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    assert!(
+        err.to_string().contains("\"count\"") && err.to_string().contains("Int32"),
+        "{err}"
+    );
+    // a batch whose schema differs from the file's
+    let mut writer = FileWriter::try_new(
+        Vec::new(),
+        &Schema::new(vec![Field::new("x", DataType::Float32, false)]),
+        WriteOptions::default(),
+    )
+    .unwrap();
+    let batch =
+        RecordBatch::try_from_iter([("x", Arc::new(Int32Array::from(vec![1])) as ArrayRef)])
+            .unwrap();
+    assert_eq!(
+        writer.write_batch(&batch).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+}
+
+/// A reader that counts the bytes read through it.
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::SeqCst);
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Counting<R> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+#[test]
+fn range_reads_fetch_only_overlapping_pages_and_chunks() {
+    let options = WriteOptions {
+        encoding: Encoding::Bss,
+        page_values: Some(10_240),
+    };
+    let (bytes, _, b) = write_file(102_400, &[50_000], options);
+    let total = bytes.len() as u64;
+    let read = Arc::new(AtomicU64::new(0));
+    let mut reader = FileReader::open(Counting {
+        inner: Cursor::new(bytes),
+        read: read.clone(),
+    })
+    .unwrap();
+    let footer_bytes = read.swap(0, Ordering::SeqCst);
+    assert!(
+        footer_bytes < total / 10,
+        "open read {footer_bytes} of {total} bytes"
+    );
+    // whole column b: all its pages
+    reader.read_column(1).unwrap();
+    let column_b: u64 = reader.footer().columns[1]
+        .pages
+        .iter()
+        .map(|p| p.length)
+        .sum();
+    assert_eq!(read.swap(0, Ordering::SeqCst), column_b);
+    // one row of b: one chunk of 512 f64 values = 4096 bytes, nothing else
+    let got = reader.read_column_range(1, 50_000..50_001).unwrap();
+    assert_eq!(read.swap(0, Ordering::SeqCst), 4096);
+    common::assert_same_bits(&b.slice(50_000, 1), got.as_ref(), "one row");
+    // a range over two pages: the tail chunk of page 3 and the head chunk of page 4
+    reader.read_column_range(1, 40_900..41_000).unwrap();
+    assert_eq!(read.swap(0, Ordering::SeqCst), 2 * 4096);
+    // a whole page read checks its CRC; a range inside it reads only its chunks
+    reader.read_column_range(1, 10_240..20_480).unwrap();
+    assert_eq!(read.swap(0, Ordering::SeqCst), 10_240 * 8);
+}
+
+#[test]
+fn damaged_files_are_errors() {
+    let (bytes, _, _) = write_file(
+        5000,
+        &[5000],
+        WriteOptions {
+            encoding: Encoding::BssLz4,
+            page_values: Some(2000),
+        },
+    );
+    // every prefix: truncated (or, for the first bytes, not even a header)
+    for cut in (0..bytes.len())
+        .step_by(97)
+        .chain([bytes.len() - 1, bytes.len() - 4, 1, 3])
+    {
+        let result = FileReader::open(Cursor::new(&bytes[..cut]));
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Truncated, "cut {cut}: {err}");
+    }
+    // not a miniblock file
+    let err = FileReader::open(Cursor::new(b"PAR1 something else entirely".to_vec())).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt);
+    // a flipped byte in a page: the page CRC names it
+    let mut damaged = bytes.clone();
+    damaged[100] ^= 0x20;
+    let mut reader = FileReader::open(Cursor::new(damaged.clone())).unwrap();
+    let err = reader.read_column(0).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt);
+    assert!(
+        err.to_string().contains("page 0") && err.to_string().contains("checksum"),
+        "{err}"
+    );
+    // opting out of verification decodes what is there (or fails inside a chunk), never panics
+    reader.set_verify_checksums(false);
+    let _ = reader.read_column(0);
+    // a flipped byte in the footer
+    let mut damaged = bytes.clone();
+    let at = bytes.len() - 20;
+    damaged[at] ^= 1;
+    let err = FileReader::open(Cursor::new(damaged)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+}
