@@ -41,6 +41,7 @@ pub mod shuffle;
 
 pub use encodings::Encoding;
 pub use error::{Error, ErrorKind, Result};
+pub use kernels::selected_name as kernel_name;
 pub use page::{encode_page, EncodedPage, PageDecoder, PageEncoder};
 
 /// The README's examples, compiled and run as doctests.

@@ -3,39 +3,164 @@
 //!
 //! `split` turns `n` values of `width` bytes (value after value) into `width` streams of
 //! `n` bytes (stream `j` holds byte `j` of every value, in order); `unsplit` is its
-//! inverse. Widths 2, 4 and 8 are dispatched once into `const W` code; any other width
-//! goes through a generic path.
+//! inverse. Widths 2, 4 and 8 have SIMD kernels (x86_64: SSSE3/SSE2 and AVX2), chosen once
+//! per process from the CPU's features; every other width, and every CPU without them,
+//! uses the blocked portable kernels of `scalar`. AVX-512 is not used: on the machines
+//! measured here AVX2 already runs at the speed of a memory copy for 4-byte values.
 //!
 //! Both functions require `src.len() == dst.len()` and a length that is a whole number of
 //! values; every public caller checks this first and reports a proper error, so a
-//! violation here is a bug in this crate, not bad input.
+//! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
+//! lives in this module.
 
 mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::sync::OnceLock;
+
+type Kernel = fn(&[u8], &mut [u8]);
+
+/// One set of kernels for widths 2, 4 and 8.
+#[derive(Clone, Copy)]
+pub(crate) struct KernelSet {
+    /// Name of the instruction set, for reports.
+    pub(crate) name: &'static str,
+    split: [Kernel; 3],
+    unsplit: [Kernel; 3],
+}
+
+impl std::fmt::Debug for KernelSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+const SCALAR: KernelSet = KernelSet {
+    name: "scalar",
+    split: [
+        scalar::split_const::<2>,
+        scalar::split_const::<4>,
+        scalar::split_const::<8>,
+    ],
+    unsplit: [
+        scalar::unsplit_const::<2>,
+        scalar::unsplit_const::<4>,
+        scalar::unsplit_const::<8>,
+    ],
+};
+
+#[cfg(target_arch = "x86_64")]
+mod x86_sets {
+    use super::{x86, KernelSet};
+
+    // Each wrapper is stored only in a set that `available()` returns after checking the
+    // CPU features its kernels need.
+    macro_rules! wrap {
+        ($name:ident, $kernel:path, $feature:tt) => {
+            fn $name(src: &[u8], dst: &mut [u8]) {
+                debug_assert!(std::is_x86_feature_detected!($feature));
+                // SAFETY: this function is reachable only through a KernelSet returned by
+                // `available()` after detecting the feature; the callers of `split` and
+                // `unsplit` guarantee equal lengths that are whole numbers of values.
+                unsafe { $kernel(src, dst) }
+            }
+        };
+    }
+    wrap!(split2_ssse3, x86::split2_ssse3, "ssse3");
+    wrap!(split4_ssse3, x86::split4_ssse3, "ssse3");
+    wrap!(split8_ssse3, x86::split8_ssse3, "ssse3");
+    wrap!(unsplit2_sse2, x86::unsplit2_sse2, "sse2");
+    wrap!(unsplit4_sse2, x86::unsplit4_sse2, "sse2");
+    wrap!(unsplit8_sse2, x86::unsplit8_sse2, "sse2");
+    wrap!(split2_avx2, x86::split2_avx2, "avx2");
+    wrap!(split4_avx2, x86::split4_avx2, "avx2");
+    wrap!(split8_avx2, x86::split8_avx2, "avx2");
+    wrap!(unsplit2_avx2, x86::unsplit2_avx2, "avx2");
+    wrap!(unsplit4_avx2, x86::unsplit4_avx2, "avx2");
+    wrap!(unsplit8_avx2, x86::unsplit8_avx2, "avx2");
+
+    pub(super) const SSSE3: KernelSet = KernelSet {
+        name: "ssse3",
+        split: [split2_ssse3, split4_ssse3, split8_ssse3],
+        unsplit: [unsplit2_sse2, unsplit4_sse2, unsplit8_sse2],
+    };
+
+    pub(super) const AVX2: KernelSet = KernelSet {
+        name: "avx2",
+        split: [split2_avx2, split4_avx2, split8_avx2],
+        unsplit: [unsplit2_avx2, unsplit4_avx2, unsplit8_avx2],
+    };
+}
+
+/// Every kernel set this CPU can run, best last (the scalar set always first).
+pub(crate) fn available() -> Vec<KernelSet> {
+    #[allow(unused_mut)]
+    let mut sets = vec![SCALAR];
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        if std::is_x86_feature_detected!("ssse3") {
+            sets.push(x86_sets::SSSE3);
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            sets.push(x86_sets::AVX2);
+        }
+    }
+    sets
+}
+
+/// The kernel set in use: the best available, chosen once per process. Setting the
+/// environment variable `MINIBLOCK_KERNELS=scalar` (or `ssse3`) caps the choice, for
+/// comparisons.
+pub(crate) fn selected() -> &'static KernelSet {
+    static SELECTED: OnceLock<KernelSet> = OnceLock::new();
+    SELECTED.get_or_init(|| {
+        let sets = available();
+        let cap = std::env::var("MINIBLOCK_KERNELS").ok();
+        cap.and_then(|name| sets.iter().find(|s| s.name == name).copied())
+            .unwrap_or_else(|| *sets.last().unwrap_or(&SCALAR))
+    })
+}
+
+/// Name of the kernel set in use ("avx2", "ssse3" or "scalar").
+pub fn selected_name() -> &'static str {
+    selected().name
+}
+
+impl KernelSet {
+    pub(crate) fn split(&self, src: &[u8], dst: &mut [u8], width: usize) {
+        debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
+        match width {
+            1 => dst.copy_from_slice(src),
+            2 => (self.split[0])(src, dst),
+            4 => (self.split[1])(src, dst),
+            8 => (self.split[2])(src, dst),
+            _ => scalar::split_any(src, dst, width),
+        }
+    }
+
+    pub(crate) fn unsplit(&self, src: &[u8], dst: &mut [u8], width: usize) {
+        debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
+        match width {
+            1 => dst.copy_from_slice(src),
+            2 => (self.unsplit[0])(src, dst),
+            4 => (self.unsplit[1])(src, dst),
+            8 => (self.unsplit[2])(src, dst),
+            _ => scalar::unsplit_any(src, dst, width),
+        }
+    }
+}
 
 /// Splits `src` (values of `width` bytes, back to back) into `width` byte streams in `dst`.
 #[inline]
 pub(crate) fn split(src: &[u8], dst: &mut [u8], width: usize) {
-    debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
-    match width {
-        1 => dst.copy_from_slice(src),
-        2 => scalar::split_const::<2>(src, dst),
-        4 => scalar::split_const::<4>(src, dst),
-        8 => scalar::split_const::<8>(src, dst),
-        _ => scalar::split_any(src, dst, width),
-    }
+    selected().split(src, dst, width);
 }
 
 /// Joins `width` byte streams in `src` back into values of `width` bytes in `dst`.
 #[inline]
 pub(crate) fn unsplit(src: &[u8], dst: &mut [u8], width: usize) {
-    debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
-    match width {
-        1 => dst.copy_from_slice(src),
-        2 => scalar::unsplit_const::<2>(src, dst),
-        4 => scalar::unsplit_const::<4>(src, dst),
-        8 => scalar::unsplit_const::<8>(src, dst),
-        _ => scalar::unsplit_any(src, dst, width),
-    }
+    selected().unsplit(src, dst, width);
 }
 
 /// The plain reference transform, value by value, used by the tests to check every kernel.
@@ -67,36 +192,76 @@ mod tests {
             .collect()
     }
 
+    fn lengths() -> Vec<usize> {
+        if cfg!(miri) {
+            (0..=70).chain([127, 128, 129, 255, 256, 257]).collect()
+        } else {
+            (0..=4200).collect()
+        }
+    }
+
     #[test]
-    fn kernels_match_reference_for_every_width_and_length() {
-        for width in [1usize, 2, 3, 4, 5, 8, 16] {
-            for n in (0..=300).chain([1023, 1024, 1025, 4096]) {
-                let src = pseudo_random(n * width, (n * 31 + width) as u64);
-                let expected = split_reference(&src, width);
-                let mut split_out = vec![0xAA; src.len()];
-                split(&src, &mut split_out, width);
-                assert_eq!(split_out, expected, "split width {width} n {n}");
-                let mut back = vec![0x55; src.len()];
-                unsplit(&split_out, &mut back, width);
-                assert_eq!(back, src, "unsplit width {width} n {n}");
+    fn every_kernel_matches_the_reference_for_every_length() {
+        let sets = available();
+        assert!(sets.iter().any(|s| s.name == "scalar"));
+        for set in &sets {
+            for width in [1usize, 2, 3, 4, 5, 8, 16] {
+                for n in lengths() {
+                    if width > 8 && n > 600 && !cfg!(miri) && n % 97 != 0 {
+                        continue; // wide fallback widths: a sample of lengths is enough
+                    }
+                    let src = pseudo_random(n * width, (n * 31 + width) as u64);
+                    let expected = split_reference(&src, width);
+                    let mut split_out = vec![0xAA; src.len()];
+                    set.split(&src, &mut split_out, width);
+                    assert_eq!(split_out, expected, "{set:?} split width {width} n {n}");
+                    let mut back = vec![0x55; src.len()];
+                    set.unsplit(&split_out, &mut back, width);
+                    assert_eq!(back, src, "{set:?} unsplit width {width} n {n}");
+                }
             }
         }
     }
 
     #[test]
-    fn kernels_work_at_odd_offsets() {
-        for width in [2usize, 4, 8] {
-            let n = 777;
-            let buf = pseudo_random(n * width + 7, 99);
-            for offset in 0..7 {
-                let src = &buf[offset..offset + n * width];
-                let mut dst = vec![0; n * width + 7];
-                split(src, &mut dst[offset..offset + n * width], width);
-                assert_eq!(
-                    &dst[offset..offset + n * width],
-                    &split_reference(src, width)[..]
-                );
+    fn every_kernel_works_at_odd_offsets() {
+        for set in available() {
+            for width in [2usize, 4, 8] {
+                for n in [31usize, 32, 33, 63, 64, 65, 777] {
+                    let buf = pseudo_random(n * width + 16, 99 + n as u64);
+                    for offset in 0..16 {
+                        for out_offset in [0usize, 1, 3, 7] {
+                            let src = &buf[offset..offset + n * width];
+                            let mut dst = vec![0; n * width + 8];
+                            set.split(src, &mut dst[out_offset..out_offset + n * width], width);
+                            let split = dst[out_offset..out_offset + n * width].to_vec();
+                            assert_eq!(
+                                split,
+                                split_reference(src, width),
+                                "{set:?} split w{width} n{n} +{offset}"
+                            );
+                            let mut back = vec![0; n * width + 8];
+                            set.unsplit(
+                                &split,
+                                &mut back[out_offset..out_offset + n * width],
+                                width,
+                            );
+                            assert_eq!(
+                                &back[out_offset..out_offset + n * width],
+                                src,
+                                "{set:?} unsplit"
+                            );
+                        }
+                    }
+                }
             }
+        }
+    }
+
+    #[test]
+    fn the_selected_set_is_the_best_available() {
+        if std::env::var("MINIBLOCK_KERNELS").is_err() {
+            assert_eq!(selected().name, available().last().unwrap().name);
         }
     }
 }

@@ -1,54 +1,100 @@
-//! Portable kernels: no `unsafe`, bounds checks hoisted by iterating exact chunks.
+//! Portable kernels: no `unsafe`, blocked so each block of values stays in L1 while its
+//! bytes are scattered to (or gathered from) the streams, with fixed-size array views so
+//! the compiler drops the bounds checks of the inner loops.
 
-/// Split for a width known at compile time: one pass per output stream, reading the values
-/// with a stride of `W` and writing the stream sequentially.
+/// Values per block of the blocked loops.
+const BLOCK: usize = 128;
+
+/// Split for a width known at compile time.
 pub(super) fn split_const<const W: usize>(src: &[u8], dst: &mut [u8]) {
     let n = src.len() / W;
-    if n == 0 {
-        return;
-    }
-    for (j, stream) in dst.chunks_exact_mut(n).enumerate().take(W) {
-        for (out, value) in stream.iter_mut().zip(src.chunks_exact(W)) {
-            *out = value[j];
+    let mut i = 0;
+    while i + BLOCK <= n {
+        let block = &src[i * W..(i + BLOCK) * W];
+        for j in 0..W {
+            let out: &mut [u8; BLOCK] = (&mut dst[j * n + i..j * n + i + BLOCK])
+                .try_into()
+                .expect("block");
+            for (o, value) in out.iter_mut().zip(block.chunks_exact(W)) {
+                *o = value[j];
+            }
         }
+        i += BLOCK;
     }
+    split_tail::<W>(src, dst, i);
 }
 
-/// Inverse of [`split_const`]: values are rebuilt `W` bytes at a time from the `W` streams.
+/// Unsplit for a width known at compile time.
 pub(super) fn unsplit_const<const W: usize>(src: &[u8], dst: &mut [u8]) {
     let n = src.len() / W;
-    if n == 0 {
-        return;
+    let mut i = 0;
+    while i + BLOCK <= n {
+        let streams: [&[u8; BLOCK]; W] = core::array::from_fn(|j| {
+            (&src[j * n + i..j * n + i + BLOCK])
+                .try_into()
+                .expect("block")
+        });
+        let out = &mut dst[i * W..(i + BLOCK) * W];
+        for (k, value) in out.chunks_exact_mut(W).enumerate().take(BLOCK) {
+            let bytes: [u8; W] = core::array::from_fn(|j| streams[j][k & (BLOCK - 1)]);
+            value.copy_from_slice(&bytes);
+        }
+        i += BLOCK;
     }
-    let streams: [&[u8]; W] = core::array::from_fn(|j| &src[j * n..(j + 1) * n]);
-    for (i, value) in dst.chunks_exact_mut(W).enumerate() {
-        let bytes: [u8; W] = core::array::from_fn(|j| streams[j][i]);
-        value.copy_from_slice(&bytes);
+    unsplit_tail::<W>(src, dst, i);
+}
+
+/// Split of values `start..n`, value by value (the end of every kernel).
+pub(super) fn split_tail<const W: usize>(src: &[u8], dst: &mut [u8], start: usize) {
+    let n = src.len() / W;
+    for i in start..n {
+        for j in 0..W {
+            dst[j * n + i] = src[i * W + j];
+        }
     }
 }
 
-/// Split for any width, blocked by stream.
+/// Unsplit of values `start..n`, value by value (the end of every kernel).
+pub(super) fn unsplit_tail<const W: usize>(src: &[u8], dst: &mut [u8], start: usize) {
+    let n = src.len() / W;
+    for i in start..n {
+        for j in 0..W {
+            dst[i * W + j] = src[j * n + i];
+        }
+    }
+}
+
+/// Split for any width, blocked: each block of values is read once per stream while it
+/// is still in cache.
 pub(super) fn split_any(src: &[u8], dst: &mut [u8], width: usize) {
     let n = src.len() / width;
-    if n == 0 {
-        return;
-    }
-    for (j, stream) in dst.chunks_exact_mut(n).enumerate() {
-        for (out, value) in stream.iter_mut().zip(src.chunks_exact(width)) {
-            *out = value[j];
+    let mut start = 0;
+    while start < n {
+        let end = (start + BLOCK).min(n);
+        let block = &src[start * width..end * width];
+        for j in 0..width {
+            let out = &mut dst[j * n + start..j * n + end];
+            for (o, value) in out.iter_mut().zip(block.chunks_exact(width)) {
+                *o = value[j];
+            }
         }
+        start = end;
     }
 }
 
-/// Unsplit for any width, blocked by stream.
+/// Unsplit for any width, blocked like [`split_any`].
 pub(super) fn unsplit_any(src: &[u8], dst: &mut [u8], width: usize) {
     let n = src.len() / width;
-    if n == 0 {
-        return;
-    }
-    for (j, stream) in src.chunks_exact(n).enumerate() {
-        for (value, &byte) in dst.chunks_exact_mut(width).zip(stream) {
-            value[j] = byte;
+    let mut start = 0;
+    while start < n {
+        let end = (start + BLOCK).min(n);
+        let block = &mut dst[start * width..end * width];
+        for j in 0..width {
+            let stream = &src[j * n + start..j * n + end];
+            for (value, &byte) in block.chunks_exact_mut(width).zip(stream) {
+                value[j] = byte;
+            }
         }
+        start = end;
     }
 }
