@@ -59,6 +59,7 @@ fn round_trip_columns_pages_and_ranges() {
             let options = WriteOptions {
                 encoding,
                 page_values: Some(page_values),
+                ..WriteOptions::default()
             };
             let (bytes, a, b) = write_file(25_000, &[1, 999, 7000, 3, 4096], options);
             let mut reader = FileReader::open(Cursor::new(bytes)).unwrap();
@@ -175,6 +176,7 @@ fn range_reads_fetch_only_overlapping_pages_and_chunks() {
     let options = WriteOptions {
         encoding: Encoding::Bss,
         page_values: Some(10_240),
+        ..WriteOptions::default()
     };
     let (bytes, _, b) = write_file(102_400, &[50_000], options);
     let total = bytes.len() as u64;
@@ -217,6 +219,7 @@ fn damaged_files_are_errors() {
         WriteOptions {
             encoding: Encoding::BssLz4,
             page_values: Some(2000),
+            ..WriteOptions::default()
         },
     );
     // every prefix: truncated (or, for the first bytes, not even a header)

@@ -36,6 +36,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let options = WriteOptions {
         encoding: args.encoding.into(),
         page_values: args.page_values.map(|n| n as usize),
+        ..WriteOptions::default()
     };
     let schema = input.schema.clone();
     let shown = args.output.display().to_string();

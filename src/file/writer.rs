@@ -7,10 +7,15 @@ use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
 use arrow_schema::{DataType, Schema};
 use prost::Message;
 
+use rayon::prelude::*;
+
 use super::{DEFAULT_PAGE_BYTES, FORMAT_VERSION, MAGIC};
 use crate::encodings::Encoding;
 use crate::error::{Error, Result};
-use crate::page::{value_width, PageEncoder};
+use crate::page::{value_width, EncodedPage, PageEncoder};
+
+/// Pages that are encoded together (in parallel when allowed) before being written.
+const FLUSH_PAGES: usize = 8;
 use crate::proto::file as pb;
 
 /// How a file is written.
@@ -20,6 +25,8 @@ pub struct WriteOptions {
     pub encoding: Encoding,
     /// Values per page; `None` for about 1 MiB of values (262,144 f32 or 131,072 f64).
     pub page_values: Option<usize>,
+    /// Encode pages on all cores (rayon). The bytes written are the same either way.
+    pub parallel: bool,
 }
 
 impl Default for WriteOptions {
@@ -27,6 +34,7 @@ impl Default for WriteOptions {
         Self {
             encoding: Encoding::BssLz4,
             page_values: None,
+            parallel: true,
         }
     }
 }
@@ -52,6 +60,7 @@ struct ColumnWriter {
 #[derive(Debug)]
 pub struct FileWriter<W: Write> {
     sink: W,
+    parallel: bool,
     offset: u64,
     num_rows: u64,
     columns: Vec<ColumnWriter>,
@@ -95,6 +104,7 @@ impl<W: Write> FileWriter<W> {
             .map_err(|e| io_error(e, "writing the file header"))?;
         Ok(Self {
             sink,
+            parallel: options.parallel,
             offset: header.len() as u64,
             num_rows: 0,
             columns,
@@ -169,10 +179,27 @@ impl<W: Write> FileWriter<W> {
         Ok(())
     }
 
-    /// Encodes and writes every full page (and, at the end, the partial last one).
+    /// Encodes and writes the full pages (and, at the end, the partial last ones) once
+    /// [`FLUSH_PAGES`] are ready, so that they can be encoded in parallel. The rule does not
+    /// depend on the thread count, so parallel and serial writers write the same bytes.
     fn flush(&mut self, last: bool) -> Result<()> {
-        for column in &mut self.columns {
-            for page in column.take_pages(last)? {
+        let ready: usize = self.columns.iter().map(|c| c.ready_pages(last)).sum();
+        if ready == 0 || (!last && ready < FLUSH_PAGES) {
+            return Ok(());
+        }
+        let encoded: Vec<Vec<EncodedPage>> = if self.parallel {
+            self.columns
+                .par_iter_mut()
+                .map(|c| c.take_pages(last, true))
+                .collect::<Result<_>>()?
+        } else {
+            self.columns
+                .iter_mut()
+                .map(|c| c.take_pages(last, false))
+                .collect::<Result<_>>()?
+        };
+        for (column, pages) in self.columns.iter_mut().zip(encoded) {
+            for page in pages {
                 let length = page.data.len() as u64;
                 self.sink.write_all(&page.data).map_err(|e| {
                     io_error(e, &format!("writing a page of column {:?}", column.name))
@@ -225,30 +252,41 @@ impl ColumnWriter {
         Ok(())
     }
 
-    /// Encodes the pending rows that fill whole pages (all of them when `last`).
-    fn take_pages(&mut self, last: bool) -> Result<Vec<crate::page::EncodedPage>> {
-        let pv = self.page_values;
-        let full = if last {
-            self.pending_rows.div_ceil(pv)
+    /// Pages ready to encode: the full ones (and the partial last one when `last`).
+    fn ready_pages(&self, last: bool) -> usize {
+        if last {
+            self.pending_rows.div_ceil(self.page_values)
         } else {
-            self.pending_rows / pv
-        };
+            self.pending_rows / self.page_values
+        }
+    }
+
+    /// Encodes the ready pages, in parallel when asked.
+    fn take_pages(&mut self, last: bool, parallel: bool) -> Result<Vec<EncodedPage>> {
+        let pv = self.page_values;
+        let full = self.ready_pages(last);
         if full == 0 {
             return Ok(Vec::new());
         }
         let validity = self.pending_validity.take().map(|mut b| b.finish());
-        let mut pages = Vec::with_capacity(full);
-        for p in 0..full {
+        let (pending, rows, width, encoder) =
+            (&self.pending, self.pending_rows, self.width, &self.encoder);
+        let encode = |p: usize| {
             let start = p * pv;
-            let end = (start + pv).min(self.pending_rows);
+            let end = (start + pv).min(rows);
             let nulls = validity
                 .as_ref()
                 .map(|v| NullBuffer::new(v.slice(start, end - start)));
-            pages.push(self.encoder.encode_values(
-                &self.pending[start * self.width..end * self.width],
-                nulls.as_ref(),
-            )?);
-        }
+            encoder.encode_values(&pending[start * width..end * width], nulls.as_ref())
+        };
+        let pages: Vec<EncodedPage> = if parallel {
+            (0..full)
+                .into_par_iter()
+                .map(encode)
+                .collect::<Result<_>>()?
+        } else {
+            (0..full).map(encode).collect::<Result<_>>()?
+        };
         let done = (full * pv).min(self.pending_rows);
         self.pending.drain(..done * self.width);
         self.pending_rows -= done;

@@ -1,0 +1,52 @@
+//! Data for the benches: real columns from `../shared/data` (or the bundled sample when
+//! that folder is absent), tiled to the length a bench needs, and a synthetic series.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// Reads the first of `names` found in `../shared/data` or `data/` as raw little-endian bytes.
+pub fn real_bytes(names: &[&str]) -> (String, Vec<u8>) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for dir in [root.join("../shared/data"), root.join("data")] {
+        for name in names {
+            if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                return ((*name).to_owned(), bytes);
+            }
+        }
+    }
+    panic!("none of {names:?} found in ../shared/data or data/");
+}
+
+/// `bytes` repeated until it is exactly `len` bytes long.
+pub fn tiled(bytes: &[u8], len: usize) -> Vec<u8> {
+    bytes.iter().copied().cycle().take(len).collect()
+}
+
+/// A smooth synthetic series of `len` bytes of f32 or f64 values.
+pub fn synthetic(width: usize, len: usize) -> Vec<u8> {
+    let n = len / width;
+    let mut out = Vec::with_capacity(len);
+    for i in 0..n {
+        let v = (i as f64 * 0.001).sin() * 1000.0 + (i as f64 * 0.37).cos();
+        if width == 4 {
+            out.extend_from_slice(&(v as f32).to_le_bytes());
+        } else {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// Real data for each width: f32 ocean temperatures, f64 weather columns.
+pub fn real(width: usize, len: usize) -> (String, Vec<u8>) {
+    let (name, bytes) = if width == 4 {
+        real_bytes(&[
+            "ferret_levitus_climatology_TEMP.f32",
+            "ferret_etopo20_ROSE.f32",
+        ])
+    } else {
+        real_bytes(&["tmy3_all_cols.f64"])
+    };
+    (name, tiled(&bytes, len))
+}
