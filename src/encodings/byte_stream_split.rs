@@ -78,9 +78,7 @@ impl MiniBlockCompressor for ByteStreamSplitEncoder {
         out: &mut Vec<u8>,
         _: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
-        let start = out.len();
-        out.resize(start + values.len(), 0);
-        kernels::split(values, &mut out[start..], self.width);
+        kernels::split_append(values, out, self.width);
         Ok(ChunkStorage::Raw)
     }
 }

@@ -17,8 +17,10 @@ mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
+type SplitKernel = fn(&[u8], &mut [MaybeUninit<u8>]);
 type Kernel = fn(&[u8], &mut [u8]);
 
 /// One set of kernels for widths 2, 4 and 8.
@@ -26,7 +28,7 @@ type Kernel = fn(&[u8], &mut [u8]);
 pub(crate) struct KernelSet {
     /// Name of the instruction set, for reports.
     pub(crate) name: &'static str,
-    split: [Kernel; 3],
+    split: [SplitKernel; 3],
     unsplit: [Kernel; 3],
 }
 
@@ -57,8 +59,8 @@ mod x86_sets {
     // Each wrapper is stored only in a set that `available()` returns after checking the
     // CPU features its kernels need.
     macro_rules! wrap {
-        ($name:ident, $kernel:path, $feature:tt) => {
-            fn $name(src: &[u8], dst: &mut [u8]) {
+        ($name:ident, $kernel:path, $feature:tt, $dst:ty) => {
+            fn $name(src: &[u8], dst: $dst) {
                 debug_assert!(std::is_x86_feature_detected!($feature));
                 // SAFETY: this function is reachable only through a KernelSet returned by
                 // `available()` after detecting the feature; the callers of `split` and
@@ -67,18 +69,48 @@ mod x86_sets {
             }
         };
     }
-    wrap!(split2_ssse3, x86::split2_ssse3, "ssse3");
-    wrap!(split4_ssse3, x86::split4_ssse3, "ssse3");
-    wrap!(split8_ssse3, x86::split8_ssse3, "ssse3");
-    wrap!(unsplit2_sse2, x86::unsplit2_sse2, "sse2");
-    wrap!(unsplit4_sse2, x86::unsplit4_sse2, "sse2");
-    wrap!(unsplit8_sse2, x86::unsplit8_sse2, "sse2");
-    wrap!(split2_avx2, x86::split2_avx2, "avx2");
-    wrap!(split4_avx2, x86::split4_avx2, "avx2");
-    wrap!(split8_avx2, x86::split8_avx2, "avx2");
-    wrap!(unsplit2_avx2, x86::unsplit2_avx2, "avx2");
-    wrap!(unsplit4_avx2, x86::unsplit4_avx2, "avx2");
-    wrap!(unsplit8_avx2, x86::unsplit8_avx2, "avx2");
+    wrap!(
+        split2_ssse3,
+        x86::split2_ssse3,
+        "ssse3",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        split4_ssse3,
+        x86::split4_ssse3,
+        "ssse3",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        split8_ssse3,
+        x86::split8_ssse3,
+        "ssse3",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(unsplit2_sse2, x86::unsplit2_sse2, "sse2", &mut [u8]);
+    wrap!(unsplit4_sse2, x86::unsplit4_sse2, "sse2", &mut [u8]);
+    wrap!(unsplit8_sse2, x86::unsplit8_sse2, "sse2", &mut [u8]);
+    wrap!(
+        split2_avx2,
+        x86::split2_avx2,
+        "avx2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        split4_avx2,
+        x86::split4_avx2,
+        "avx2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        split8_avx2,
+        x86::split8_avx2,
+        "avx2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(unsplit2_avx2, x86::unsplit2_avx2, "avx2", &mut [u8]);
+    wrap!(unsplit4_avx2, x86::unsplit4_avx2, "avx2", &mut [u8]);
+    wrap!(unsplit8_avx2, x86::unsplit8_avx2, "avx2", &mut [u8]);
 
     pub(super) const SSSE3: KernelSet = KernelSet {
         name: "ssse3",
@@ -128,10 +160,15 @@ pub fn selected_name() -> &'static str {
 }
 
 impl KernelSet {
-    pub(crate) fn split(&self, src: &[u8], dst: &mut [u8], width: usize) {
+    /// Writes every byte of `dst`.
+    pub(crate) fn split(&self, src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
         debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
         match width {
-            1 => dst.copy_from_slice(src),
+            1 => {
+                for (d, &b) in dst.iter_mut().zip(src) {
+                    *d = MaybeUninit::new(b);
+                }
+            }
             2 => (self.split[0])(src, dst),
             4 => (self.split[1])(src, dst),
             8 => (self.split[2])(src, dst),
@@ -154,7 +191,27 @@ impl KernelSet {
 /// Splits `src` (values of `width` bytes, back to back) into `width` byte streams in `dst`.
 #[inline]
 pub(crate) fn split(src: &[u8], dst: &mut [u8], width: usize) {
-    selected().split(src, dst, width);
+    selected().split(src, as_uninit(dst), width);
+}
+
+/// Splits `src` into `width` byte streams appended to `out`, without first zeroing the
+/// bytes the kernel is about to write.
+#[inline]
+pub(crate) fn split_append(src: &[u8], out: &mut Vec<u8>, width: usize) {
+    out.reserve(src.len());
+    let len = out.len();
+    selected().split(src, &mut out.spare_capacity_mut()[..src.len()], width);
+    // SAFETY: `split` writes every byte of the `src.len()` bytes of spare capacity it was
+    // given (checked byte by byte against the reference by the kernel tests), and
+    // `reserve` made that capacity available.
+    unsafe { out.set_len(len + src.len()) };
+}
+
+/// Views initialized bytes as possibly-uninitialized ones, for the split kernels.
+fn as_uninit(bytes: &mut [u8]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: `MaybeUninit<u8>` has the layout of `u8`; the split kernels only ever store
+    // initialized bytes through this view, so `bytes` stays initialized.
+    unsafe { &mut *(std::ptr::from_mut::<[u8]>(bytes) as *mut [MaybeUninit<u8>]) }
 }
 
 /// Joins `width` byte streams in `src` back into values of `width` bytes in `dst`.
@@ -213,7 +270,7 @@ mod tests {
                     let src = pseudo_random(n * width, (n * 31 + width) as u64);
                     let expected = split_reference(&src, width);
                     let mut split_out = vec![0xAA; src.len()];
-                    set.split(&src, &mut split_out, width);
+                    set.split(&src, as_uninit(&mut split_out), width);
                     assert_eq!(split_out, expected, "{set:?} split width {width} n {n}");
                     let mut back = vec![0x55; src.len()];
                     set.unsplit(&split_out, &mut back, width);
@@ -233,7 +290,11 @@ mod tests {
                         for out_offset in [0usize, 1, 3, 7] {
                             let src = &buf[offset..offset + n * width];
                             let mut dst = vec![0; n * width + 8];
-                            set.split(src, &mut dst[out_offset..out_offset + n * width], width);
+                            set.split(
+                                src,
+                                as_uninit(&mut dst[out_offset..out_offset + n * width]),
+                                width,
+                            );
                             let split = dst[out_offset..out_offset + n * width].to_vec();
                             assert_eq!(
                                 split,

@@ -1,22 +1,25 @@
 //! Portable kernels: no `unsafe`, blocked so each block of values stays in L1 while its
 //! bytes are scattered to (or gathered from) the streams, with fixed-size array views so
-//! the compiler drops the bounds checks of the inner loops.
+//! the compiler drops the bounds checks of the inner loops. Split kernels write into
+//! possibly uninitialized output and write every byte of it.
+
+use core::mem::MaybeUninit;
 
 /// Values per block of the blocked loops.
 const BLOCK: usize = 128;
 
 /// Split for a width known at compile time.
-pub(super) fn split_const<const W: usize>(src: &[u8], dst: &mut [u8]) {
+pub(super) fn split_const<const W: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     let n = src.len() / W;
     let mut i = 0;
     while i + BLOCK <= n {
         let block = &src[i * W..(i + BLOCK) * W];
         for j in 0..W {
-            let out: &mut [u8; BLOCK] = (&mut dst[j * n + i..j * n + i + BLOCK])
+            let out: &mut [MaybeUninit<u8>; BLOCK] = (&mut dst[j * n + i..j * n + i + BLOCK])
                 .try_into()
                 .expect("block");
             for (o, value) in out.iter_mut().zip(block.chunks_exact(W)) {
-                *o = value[j];
+                *o = MaybeUninit::new(value[j]);
             }
         }
         i += BLOCK;
@@ -45,11 +48,11 @@ pub(super) fn unsplit_const<const W: usize>(src: &[u8], dst: &mut [u8]) {
 }
 
 /// Split of values `start..n`, value by value (the end of every kernel).
-pub(super) fn split_tail<const W: usize>(src: &[u8], dst: &mut [u8], start: usize) {
+pub(super) fn split_tail<const W: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], start: usize) {
     let n = src.len() / W;
     for i in start..n {
         for j in 0..W {
-            dst[j * n + i] = src[i * W + j];
+            dst[j * n + i] = MaybeUninit::new(src[i * W + j]);
         }
     }
 }
@@ -66,7 +69,7 @@ pub(super) fn unsplit_tail<const W: usize>(src: &[u8], dst: &mut [u8], start: us
 
 /// Split for any width, blocked: each block of values is read once per stream while it
 /// is still in cache.
-pub(super) fn split_any(src: &[u8], dst: &mut [u8], width: usize) {
+pub(super) fn split_any(src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
     let n = src.len() / width;
     let mut start = 0;
     while start < n {
@@ -75,7 +78,7 @@ pub(super) fn split_any(src: &[u8], dst: &mut [u8], width: usize) {
         for j in 0..width {
             let out = &mut dst[j * n + start..j * n + end];
             for (o, value) in out.iter_mut().zip(block.chunks_exact(width)) {
-                *o = value[j];
+                *o = MaybeUninit::new(value[j]);
             }
         }
         start = end;

@@ -23,6 +23,8 @@ use core::arch::x86_64::{
     _mm_unpacklo_epi64, _mm_unpacklo_epi8,
 };
 
+use core::mem::MaybeUninit;
+
 use super::scalar::{split_tail, unsplit_tail};
 
 // ---------------------------------------------------------------------------------------
@@ -31,11 +33,11 @@ use super::scalar::{split_tail, unsplit_tail};
 /// # Safety
 /// The CPU must support SSSE3; `src.len() == dst.len()`, a multiple of 2.
 #[target_feature(enable = "ssse3")]
-pub(super) unsafe fn split2_ssse3(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn split2_ssse3(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 2;
     let n = src.len() / W;
     let mask = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n, so the loads read src[W*i .. W*(i+16)] and the stores write
@@ -54,11 +56,11 @@ pub(super) unsafe fn split2_ssse3(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support SSSE3; `src.len() == dst.len()`, a multiple of 4.
 #[target_feature(enable = "ssse3")]
-pub(super) unsafe fn split4_ssse3(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn split4_ssse3(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 4;
     let n = src.len() / W;
     let mask = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n: loads read src[W*i .. W*(i+16)], stores write 16 bytes at
@@ -84,11 +86,11 @@ pub(super) unsafe fn split4_ssse3(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support SSSE3; `src.len() == dst.len()`, a multiple of 8.
 #[target_feature(enable = "ssse3")]
-pub(super) unsafe fn split8_ssse3(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn split8_ssse3(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 8;
     let n = src.len() / W;
     let mask = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n: loads read src[W*i .. W*(i+16)], stores write 16 bytes at
@@ -147,7 +149,7 @@ fn transpose_words_8x8_128(x: [__m128i; 8]) -> [__m128i; 8] {
 pub(super) unsafe fn unsplit2_sse2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 2;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n: loads read 16 bytes at j*n + i for j < W, stores write
@@ -169,7 +171,7 @@ pub(super) unsafe fn unsplit2_sse2(src: &[u8], dst: &mut [u8]) {
 pub(super) unsafe fn unsplit4_sse2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 4;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n: loads read 16 bytes at j*n + i for j < W, stores write
@@ -197,7 +199,7 @@ pub(super) unsafe fn unsplit4_sse2(src: &[u8], dst: &mut [u8]) {
 pub(super) unsafe fn unsplit8_sse2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 8;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 16 <= n {
         // SAFETY: i + 16 <= n: loads read 16 bytes at j*n + i for j < W, stores write
@@ -250,7 +252,7 @@ pub(super) unsafe fn unsplit8_sse2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support AVX2; `src.len() == dst.len()`, a multiple of 2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn split2_avx2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn split2_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 2;
     let n = src.len() / W;
     #[rustfmt::skip]
@@ -258,7 +260,7 @@ pub(super) unsafe fn split2_avx2(src: &[u8], dst: &mut [u8]) {
         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
     );
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 32 <= n {
         // SAFETY: i + 32 <= n: loads read src[W*i .. W*(i+32)], stores write 32 bytes at
@@ -283,7 +285,7 @@ pub(super) unsafe fn split2_avx2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support AVX2; `src.len() == dst.len()`, a multiple of 4.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn split4_avx2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn split4_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 4;
     let n = src.len() / W;
     #[rustfmt::skip]
@@ -291,7 +293,7 @@ pub(super) unsafe fn split4_avx2(src: &[u8], dst: &mut [u8]) {
         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
     );
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 32 <= n {
         // SAFETY: i + 32 <= n: loads read src[W*i .. W*(i+32)], stores write 32 bytes at
@@ -319,7 +321,7 @@ pub(super) unsafe fn split4_avx2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support AVX2; `src.len() == dst.len()`, a multiple of 8.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 8;
     let n = src.len() / W;
     #[rustfmt::skip]
@@ -327,7 +329,7 @@ pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [u8]) {
         0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
         0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
     );
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 32 <= n {
         // SAFETY: i + 32 <= n: loads read src[W*i .. W*(i+32)], stores write 32 bytes at
@@ -379,7 +381,7 @@ pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [u8]) {
 pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 2;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 32 <= n {
         // SAFETY: i + 32 <= n: loads read 32 bytes at j*n + i for j < W, stores write
@@ -403,7 +405,7 @@ pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [u8]) {
 pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 4;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 32 <= n {
         // SAFETY: i + 32 <= n: loads read 32 bytes at j*n + i for j < W, stores write
@@ -440,7 +442,7 @@ pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [u8]) {
 pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 8;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let mut i = 0;
     while i + 32 <= n {
         // SAFETY: i + 32 <= n: loads read 32 bytes at j*n + i for j < W, stores write

@@ -80,7 +80,14 @@ impl PageEncoder {
             }
         }
         let plan = ChunkPlan::new(num_values, self.compressor.chunk_values())?;
-        let mut data = Vec::with_capacity(values.len() + values.len() / 32 + 64);
+        // One allocation: the values, every chunk's validity when there are nulls, and the
+        // slack a compressor needs to try one chunk (LZ4's worst case for 4 KiB is +429).
+        let validity_bytes = if nulls.is_some_and(|n| n.null_count() > 0) {
+            plan.num_chunks() * self.compressor.chunk_values().div_ceil(8)
+        } else {
+            0
+        };
+        let mut data = Vec::with_capacity(values.len() + validity_bytes + 1024);
         let mut chunks = Vec::with_capacity(plan.num_chunks());
         let mut masked = Vec::new();
         let mut scratch = Vec::new();
