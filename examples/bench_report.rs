@@ -36,7 +36,10 @@ fn read_one(dir: &Path, out: &mut Results) {
     let group = bench["group_id"].as_str().unwrap_or_default().to_owned();
     let mut function = bench["function_id"].as_str().unwrap_or_default().to_owned();
     if function.is_empty() {
-        function = bench["value_str"].as_str().unwrap_or_default().to_owned();
+        bench["value_str"]
+            .as_str()
+            .unwrap_or_default()
+            .clone_into(&mut function);
     }
     let median = estimates["median"]["point_estimate"]
         .as_f64()
