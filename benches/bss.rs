@@ -109,7 +109,7 @@ fn bench_pages(c: &mut Criterion) {
                         b.iter(|| {
                             decoder
                                 .decode_into(0..rows, black_box(&mut out), None)
-                                .unwrap()
+                                .unwrap();
                         });
                     });
                 }
@@ -156,7 +156,7 @@ fn bench_chunk_access(c: &mut Criterion) {
                 b.iter(|| {
                     decoder
                         .decode_into(0..rows, black_box(&mut out), None)
-                        .unwrap()
+                        .unwrap();
                 });
             });
             let middle = decoder.num_chunks() / 2;
@@ -169,7 +169,7 @@ fn bench_chunk_access(c: &mut Criterion) {
                     b.iter(|| {
                         decoder
                             .decode_into(rows.clone(), black_box(&mut chunk_out), None)
-                            .unwrap()
+                            .unwrap();
                     });
                 },
             );

@@ -1,9 +1,9 @@
 //! Arrow record batches -> a column file.
 
+use std::collections::VecDeque;
 use std::io::Write;
 
-use arrow_array::{Array, RecordBatch};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema};
 use prost::Message;
 
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::page::{value_width, EncodedPage, PageEncoder};
 
 /// Pages that are encoded together (in parallel when allowed) before being written.
-const FLUSH_PAGES: usize = 8;
+const FLUSH_PAGES: usize = 16;
 use crate::proto::file as pb;
 
 /// How a file is written.
@@ -39,19 +39,17 @@ impl Default for WriteOptions {
     }
 }
 
-/// One column being written: rows not yet in a page, and the pages written so far.
+/// One column being written: rows not yet in a page (the caller's arrays, not copied),
+/// and the pages written so far.
 #[derive(Debug)]
 struct ColumnWriter {
     name: String,
     data_type: DataType,
     nullable: bool,
-    width: usize,
     page_values: usize,
     encoder: PageEncoder,
-    pending: Vec<u8>,
+    pending: VecDeque<ArrayRef>,
     pending_rows: usize,
-    /// Validity of the pending rows, kept only once a null has been seen.
-    pending_validity: Option<BooleanBufferBuilder>,
     pages: Vec<pb::Page>,
 }
 
@@ -89,12 +87,10 @@ impl<W: Write> FileWriter<W> {
                 name: field.name().clone(),
                 data_type: field.data_type().clone(),
                 nullable: field.is_nullable(),
-                width,
                 page_values,
                 encoder: PageEncoder::new(options.encoding.compressor(width as u64 * 8)?),
-                pending: Vec::new(),
+                pending: VecDeque::new(),
                 pending_rows: 0,
-                pending_validity: None,
                 pages: Vec::new(),
             });
         }
@@ -115,7 +111,7 @@ impl<W: Write> FileWriter<W> {
     pub fn write_batch(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check_schema(batch)?;
         for (column, array) in self.columns.iter_mut().zip(batch.columns()) {
-            column.append(array.as_ref())?;
+            column.append(array)?;
         }
         self.num_rows += batch.num_rows() as u64;
         self.flush(false)
@@ -179,76 +175,88 @@ impl<W: Write> FileWriter<W> {
         Ok(())
     }
 
-    /// Encodes and writes the full pages (and, at the end, the partial last ones) once
-    /// [`FLUSH_PAGES`] are ready, so that they can be encoded in parallel. The rule does not
-    /// depend on the thread count, so parallel and serial writers write the same bytes.
+    /// Encodes and writes pages [`FLUSH_PAGES`] at a time (all that remain when `last`), so
+    /// that a round can be encoded in parallel while memory stays bounded. The rule does
+    /// not depend on the thread count, so parallel and serial writers write the same bytes.
     fn flush(&mut self, last: bool) -> Result<()> {
-        let ready: usize = self.columns.iter().map(|c| c.ready_pages(last)).sum();
-        if ready == 0 || (!last && ready < FLUSH_PAGES) {
-            return Ok(());
-        }
-        let encoded: Vec<Vec<EncodedPage>> = if self.parallel {
-            self.columns
-                .par_iter_mut()
-                .map(|c| c.take_pages(last, true))
-                .collect::<Result<_>>()?
-        } else {
-            self.columns
-                .iter_mut()
-                .map(|c| c.take_pages(last, false))
-                .collect::<Result<_>>()?
-        };
-        for (column, pages) in self.columns.iter_mut().zip(encoded) {
-            for page in pages {
-                let length = page.data.len() as u64;
-                self.sink.write_all(&page.data).map_err(|e| {
-                    io_error(e, &format!("writing a page of column {:?}", column.name))
-                })?;
-                column.pages.push(pb::Page {
-                    offset: self.offset,
-                    length,
-                    num_values: page.num_values,
-                    encoding: Some(page.encoding.clone()),
-                    chunk_table: page.chunk_table(),
-                    crc32c: crc32c::crc32c(&page.data),
-                });
-                self.offset += length;
+        loop {
+            let ready: usize = self.columns.iter().map(|c| c.ready_pages(last)).sum();
+            if ready == 0 || (!last && ready < FLUSH_PAGES) {
+                return Ok(());
+            }
+            // This round: up to FLUSH_PAGES pages, taken from the columns in order.
+            let mut budget = FLUSH_PAGES;
+            let mut inputs: Vec<Vec<ArrayRef>> = Vec::with_capacity(self.columns.len());
+            for column in &mut self.columns {
+                let take = column.ready_pages(last).min(budget);
+                budget -= take;
+                inputs.push(
+                    (0..take)
+                        .map(|_| column.next_page())
+                        .collect::<Result<_>>()?,
+                );
+            }
+            // Each page with the CRC32C of its bytes.
+            let encode_one = |column: &ColumnWriter, page: &ArrayRef| {
+                column.encoder.encode(page.as_ref()).map(|p| {
+                    let crc = crc32c::crc32c(&p.data);
+                    (p, crc)
+                })
+            };
+            let encode = |(column, pages): (&ColumnWriter, &Vec<ArrayRef>)| -> Result<Vec<(EncodedPage, u32)>> {
+                if self.parallel {
+                    pages.par_iter().map(|p| encode_one(column, p)).collect()
+                } else {
+                    pages.iter().map(|p| encode_one(column, p)).collect()
+                }
+            };
+            let encoded: Vec<Vec<(EncodedPage, u32)>> = if self.parallel {
+                self.columns
+                    .par_iter()
+                    .zip(&inputs)
+                    .map(encode)
+                    .collect::<Result<_>>()?
+            } else {
+                self.columns
+                    .iter()
+                    .zip(&inputs)
+                    .map(encode)
+                    .collect::<Result<_>>()?
+            };
+            for (column, pages) in self.columns.iter_mut().zip(encoded) {
+                for (page, crc32c) in pages {
+                    let length = page.data.len() as u64;
+                    self.sink.write_all(&page.data).map_err(|e| {
+                        io_error(e, &format!("writing a page of column {:?}", column.name))
+                    })?;
+                    column.pages.push(pb::Page {
+                        offset: self.offset,
+                        length,
+                        num_values: page.num_values,
+                        encoding: Some(page.encoding.clone()),
+                        chunk_table: page.chunk_table(),
+                        crc32c,
+                    });
+                    self.offset += length;
+                }
             }
         }
-        Ok(())
     }
 }
 
 impl ColumnWriter {
-    fn append(&mut self, array: &dyn Array) -> Result<()> {
-        let data = array.to_data();
-        let start = data.offset() * self.width;
-        let values = data
-            .buffers()
-            .first()
-            .and_then(|b| b.as_slice().get(start..start + data.len() * self.width))
-            .ok_or_else(|| Error::invalid("array values buffer is shorter than its length"))?;
-        let nulls = array.nulls().filter(|n| n.null_count() > 0);
-        if let Some(nulls) = nulls {
-            if !self.nullable {
-                return Err(Error::invalid(format!(
-                    "column {:?} is not nullable but the batch has {} nulls",
-                    self.name,
-                    nulls.null_count()
-                )));
-            }
-            let rows = self.pending_rows;
-            let validity = self.pending_validity.get_or_insert_with(|| {
-                let mut b = BooleanBufferBuilder::new(rows + array.len());
-                b.append_n(rows, true);
-                b
-            });
-            validity.append_buffer(nulls.inner());
-        } else if let Some(validity) = &mut self.pending_validity {
-            validity.append_n(array.len(), true);
+    fn append(&mut self, array: &ArrayRef) -> Result<()> {
+        if !self.nullable && array.null_count() > 0 {
+            return Err(Error::invalid(format!(
+                "column {:?} is not nullable but the batch has {} nulls",
+                self.name,
+                array.null_count()
+            )));
         }
-        self.pending.extend_from_slice(values);
-        self.pending_rows += array.len();
+        if !array.is_empty() {
+            self.pending_rows += array.len();
+            self.pending.push_back(array.clone());
+        }
         Ok(())
     }
 
@@ -261,46 +269,35 @@ impl ColumnWriter {
         }
     }
 
-    /// Encodes the ready pages, in parallel when asked.
-    fn take_pages(&mut self, last: bool, parallel: bool) -> Result<Vec<EncodedPage>> {
-        let pv = self.page_values;
-        let full = self.ready_pages(last);
-        if full == 0 {
-            return Ok(Vec::new());
-        }
-        let validity = self.pending_validity.take().map(|mut b| b.finish());
-        let (pending, rows, width, encoder) =
-            (&self.pending, self.pending_rows, self.width, &self.encoder);
-        let encode = |p: usize| {
-            let start = p * pv;
-            let end = (start + pv).min(rows);
-            let nulls = validity
-                .as_ref()
-                .map(|v| NullBuffer::new(v.slice(start, end - start)));
-            encoder.encode_values(&pending[start * width..end * width], nulls.as_ref())
-        };
-        let pages: Vec<EncodedPage> = if parallel {
-            (0..full)
-                .into_par_iter()
-                .map(encode)
-                .collect::<Result<_>>()?
-        } else {
-            (0..full).map(encode).collect::<Result<_>>()?
-        };
-        let done = (full * pv).min(self.pending_rows);
-        self.pending.drain(..done * self.width);
-        self.pending_rows -= done;
-        if let Some(validity) = validity {
-            if self.pending_rows > 0 {
-                let mut rest = BooleanBufferBuilder::new(self.pending_rows);
-                rest.append_buffer(&validity.slice(done, self.pending_rows));
-                self.pending_validity = Some(rest);
+    /// The next page's rows: a zero-copy slice when one pending array holds them all, else
+    /// the pieces concatenated.
+    fn next_page(&mut self) -> Result<ArrayRef> {
+        let rows = self.page_values.min(self.pending_rows);
+        let mut parts: Vec<ArrayRef> = Vec::new();
+        let mut need = rows;
+        while need > 0 {
+            let Some(front) = self.pending.pop_front() else {
+                return Err(Error::invalid("pending rows miscounted"));
+            };
+            if front.len() <= need {
+                need -= front.len();
+                parts.push(front);
+            } else {
+                parts.push(front.slice(0, need));
+                self.pending
+                    .push_front(front.slice(need, front.len() - need));
+                need = 0;
             }
         }
-        Ok(pages)
+        self.pending_rows -= rows;
+        if parts.len() == 1 {
+            return Ok(parts.swap_remove(0));
+        }
+        let refs: Vec<&dyn Array> = parts.iter().map(AsRef::as_ref).collect();
+        arrow_select::concat::concat(&refs)
+            .map_err(|e| Error::invalid(format!("joining batches: {e}")))
     }
 }
-
 fn value_type(data_type: &DataType) -> pb::ValueType {
     match data_type {
         DataType::Float32 => pb::ValueType::Float32,
