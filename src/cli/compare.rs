@@ -99,21 +99,25 @@ fn measure(
     let encoder = PageEncoder::new(encoding.compressor(width as u64 * 8).map_err(fail)?);
     let mut encode_times = Vec::new();
     let mut encoded = Vec::new();
-    for _ in 0..runs {
+    // One untimed warm-up run (allocator, caches, clock), then `runs` timed ones.
+    for run in 0..=runs {
+        encoded.clear(); // free the previous run's pages before timing the next
         let start = Instant::now();
         encoded = pages
             .iter()
             .map(|p| encoder.encode(p.as_ref()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(fail)?;
-        encode_times.push(start.elapsed().as_secs_f64());
+        if run > 0 {
+            encode_times.push(start.elapsed().as_secs_f64());
+        }
     }
     let tables: Vec<Vec<u8>> = encoded
         .iter()
         .map(miniblock::EncodedPage::chunk_table)
         .collect();
     let mut decode_times = Vec::new();
-    for run in 0..runs {
+    for run in 0..=runs {
         let start = Instant::now();
         let decoded = encoded
             .iter()
@@ -125,7 +129,9 @@ fn measure(
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(fail)?;
-        decode_times.push(start.elapsed().as_secs_f64());
+        if run > 0 {
+            decode_times.push(start.elapsed().as_secs_f64());
+        }
         if run == 0 {
             for (i, (page, back)) in pages.iter().zip(&decoded).enumerate() {
                 if page.to_data() != back.to_data() {
