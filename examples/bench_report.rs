@@ -78,6 +78,8 @@ fn main() {
     // Throughput table
     let functions = [
         "memcpy",
+        "bss_kernel_split",
+        "bss_kernel_unsplit",
         "bss_encode",
         "bss_decode",
         "lz4_encode",
@@ -128,8 +130,16 @@ fn main() {
             for op in ["encode", "decode"] {
                 let bss = time(&g, &format!("bss_{op}"));
                 floor(
-                    format!("{g}: BSS {op} / memcpy (throughput)"),
+                    format!("{g}: BSS page {op} / memcpy (throughput)"),
                     memcpy.zip(bss).map(|(m, b)| m / b),
+                    min,
+                );
+            }
+            for op in ["split", "unsplit"] {
+                let kernel = time(&g, &format!("bss_kernel_{op}"));
+                floor(
+                    format!("{g}: BSS kernel {op} over 4 KiB chunks / memcpy (throughput)"),
+                    memcpy.zip(kernel).map(|(m, k)| m / k),
                     min,
                 );
             }

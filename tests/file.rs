@@ -254,3 +254,30 @@ fn damaged_files_are_errors() {
     let err = FileReader::open(Cursor::new(damaged)).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
 }
+
+#[test]
+fn parallel_and_serial_writers_write_the_same_bytes() {
+    for encoding in Encoding::ALL {
+        let serial = write_file(
+            40_000,
+            &[7, 10_000, 333],
+            WriteOptions {
+                encoding,
+                page_values: Some(1500),
+                parallel: false,
+            },
+        )
+        .0;
+        let parallel = write_file(
+            40_000,
+            &[7, 10_000, 333],
+            WriteOptions {
+                encoding,
+                page_values: Some(1500),
+                parallel: true,
+            },
+        )
+        .0;
+        assert_eq!(serial, parallel, "{encoding}");
+    }
+}
