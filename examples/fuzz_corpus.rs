@@ -1,0 +1,103 @@
+//! Writes the fuzzers' seed corpus from real encoded pages and files:
+//! `cargo run --example fuzz_corpus` fills `fuzz/seeds/{page_decode,file_read,shuffle}`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+use miniblock::file::{FileWriter, WriteOptions};
+use miniblock::{encode_page, Encoding};
+use prost::Message;
+
+fn read(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("data")
+            .join(name),
+    )
+    .expect("bundled sample")
+}
+
+fn main() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    for target in ["page_decode", "file_read", "shuffle"] {
+        std::fs::create_dir_all(root.join(target)).unwrap();
+    }
+    let f32s: Vec<f32> = read("ferret_coads_climatology_SLP.f32")
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let f64s: Vec<f64> = read("tmy3_Dry_bulb.f64")
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let mut arrays: Vec<(String, ArrayRef)> = Vec::new();
+    for len in [0usize, 1, 5, 700, 1500] {
+        arrays.push((
+            format!("f32_{len}"),
+            Arc::new(Float32Array::from(f32s[..len].to_vec())),
+        ));
+        arrays.push((
+            format!("f64_{len}"),
+            Arc::new(Float64Array::from(f64s[..len].to_vec())),
+        ));
+        arrays.push((
+            format!("f32_nulls_{len}"),
+            Arc::new(Float32Array::from_iter(
+                f32s[..len]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (i % 5 != 2).then_some(*v)),
+            )),
+        ));
+    }
+    let mut count = 0;
+    for (name, array) in &arrays {
+        for encoding in Encoding::ALL {
+            let page = encode_page(array.as_ref(), encoding).unwrap();
+            let message = page.encoding.encode_to_vec();
+            let mut seed = vec![message.len() as u8];
+            seed.extend_from_slice(&message);
+            seed.extend_from_slice(&(page.num_values as u32).to_le_bytes());
+            seed.extend_from_slice(&page.to_bytes());
+            let file = format!("{name}_{}", encoding.name().replace('+', "_"));
+            std::fs::write(root.join("page_decode").join(file), seed).unwrap();
+            count += 1;
+        }
+    }
+    for encoding in Encoding::ALL {
+        for (rows, page_values) in [(0usize, 100usize), (10, 4), (3000, 1000)] {
+            let a: ArrayRef = Arc::new(Float32Array::from_iter(
+                f32s[..rows]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (i % 7 != 0).then_some(*v)),
+            ));
+            let b: ArrayRef = Arc::new(Float64Array::from(f64s[..rows].to_vec()));
+            let batch = RecordBatch::try_from_iter([("a", a), ("b", b)]).unwrap();
+            let options = WriteOptions {
+                encoding,
+                page_values: Some(page_values),
+                parallel: false,
+            };
+            let mut writer =
+                FileWriter::try_new(Vec::new(), batch.schema().as_ref(), options).unwrap();
+            writer.write_batch(&batch).unwrap();
+            let bytes = writer.finish().unwrap();
+            let file = format!("{}_{rows}_{page_values}", encoding.name().replace('+', "_"));
+            std::fs::write(root.join("file_read").join(file), bytes).unwrap();
+            count += 1;
+        }
+    }
+    for (i, size) in [2u8, 4, 8, 5, 1, 0].into_iter().enumerate() {
+        let mut seed = vec![size];
+        seed.extend(
+            read("tmy3_Dry_bulb.f64")
+                .into_iter()
+                .take(64 * usize::from(size.max(1))),
+        );
+        std::fs::write(root.join("shuffle").join(format!("seed_{i}")), seed).unwrap();
+        count += 1;
+    }
+    println!("wrote {count} seeds under {}", root.display());
+}

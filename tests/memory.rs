@@ -1,0 +1,191 @@
+//! Hostile counts and sizes are rejected before any large allocation: a counting global
+//! allocator measures the peak bytes live while each hostile input is decoded.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Cursor;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use miniblock::file::{FileReader, FORMAT_VERSION, MAGIC};
+use miniblock::proto::file as pb;
+use miniblock::{Encoding, PageDecoder};
+use prost::Message;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator and only counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let live = LIVE.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
+        PEAK.fetch_max(live, Ordering::SeqCst);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `f`, returning the peak of bytes allocated beyond those live before, and the time.
+fn measure(f: impl FnOnce()) -> (usize, Duration) {
+    let before = LIVE.load(Ordering::SeqCst);
+    PEAK.store(before, Ordering::SeqCst);
+    let start = Instant::now();
+    f();
+    (PEAK.load(Ordering::SeqCst) - before, start.elapsed())
+}
+
+/// A file made of a header, `data`, a footer of `columns` and a correct trailer.
+fn file_with_footer(data: &[u8], num_rows: u64, columns: Vec<pb::Column>) -> Vec<u8> {
+    let mut bytes = MAGIC.to_vec();
+    bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(data);
+    let footer = pb::Footer {
+        format_version: FORMAT_VERSION,
+        num_rows,
+        columns,
+    }
+    .encode_to_vec();
+    bytes.extend_from_slice(&footer);
+    bytes.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&crc32c::crc32c(&footer).to_le_bytes());
+    bytes.extend_from_slice(&MAGIC);
+    bytes
+}
+
+fn page(offset: u64, length: u64, num_values: u64, table: Vec<u8>) -> pb::Page {
+    pb::Page {
+        offset,
+        length,
+        num_values,
+        encoding: Some(Encoding::BssLz4.compressor(64).unwrap().array_encoding()),
+        chunk_table: table,
+        crc32c: 0,
+    }
+}
+
+fn column(pages: Vec<pb::Page>) -> pb::Column {
+    pb::Column {
+        name: "x".into(),
+        value_type: pb::ValueType::Float64 as i32,
+        nullable: true,
+        pages,
+    }
+}
+
+#[test]
+fn huge_claims_allocate_little_and_fail_fast() {
+    let encoding = Encoding::BssLz4.compressor(64).unwrap().array_encoding();
+    let huge = 1u64 << 40;
+    let mut cases: Vec<(&str, Box<dyn Fn() -> Vec<u8>>, Box<dyn Fn(&[u8]) -> bool>)> = Vec::new();
+    // Pages: counts and sizes that do not fit the bytes.
+    for (what, num_values, page) in [
+        (
+            "2^40 values, one chunk",
+            huge,
+            vec![1, 0, 0, 0, 0xFF, 0xFF, 0, 2, 0, 0, 0, 0],
+        ),
+        (
+            "u64::MAX values",
+            u64::MAX,
+            vec![1, 0, 0, 0, 0xFF, 0xFF, 0, 2],
+        ),
+        (
+            "u32::MAX chunks in 12 bytes",
+            huge,
+            vec![0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 16, 2, 0, 0, 0, 0],
+        ),
+        (
+            "max-size compressed chunks of nothing",
+            1 << 17,
+            vec![2, 0, 0, 0, 0xFF, 0xFF, 16, 2, 0xFF, 0xFF, 0, 2],
+        ),
+    ] {
+        let encoding = encoding.clone();
+        cases.push((
+            what,
+            Box::new(move || page.clone()),
+            Box::new(move |bytes: &[u8]| {
+                PageDecoder::try_new(&encoding, num_values, bytes)
+                    .and_then(|d| d.decode())
+                    .is_err()
+            }),
+        ));
+    }
+    // Files: footers whose counts and lengths lie.
+    let data = vec![0u8; 64];
+    let files = [
+        (
+            "page of u64::MAX bytes",
+            file_with_footer(
+                &data,
+                huge,
+                vec![column(vec![page(
+                    8,
+                    u64::MAX,
+                    huge,
+                    vec![0xFF, 0xFF, 0, 2],
+                )])],
+            ),
+        ),
+        (
+            "2^40 rows in a one-chunk page",
+            file_with_footer(
+                &data,
+                huge,
+                vec![column(vec![page(8, 64, huge, vec![64, 0, 0, 2])])],
+            ),
+        ),
+        (
+            "rows that overflow",
+            file_with_footer(
+                &data,
+                5,
+                vec![column(vec![
+                    page(8, 32, u64::MAX, vec![32, 0, 0, 2]),
+                    page(40, 32, 6, vec![32, 0, 0, 2]),
+                ])],
+            ),
+        ),
+        ("footer length u32::MAX", {
+            let mut f = file_with_footer(&data, 0, vec![]);
+            let n = f.len();
+            f[n - 12..n - 8].copy_from_slice(&u32::MAX.to_le_bytes());
+            f
+        }),
+    ];
+    for (what, bytes) in files {
+        cases.push((
+            what,
+            Box::new(move || bytes.clone()),
+            Box::new(|bytes: &[u8]| match FileReader::open(Cursor::new(bytes)) {
+                Err(_) => true,
+                Ok(mut reader) => reader.read_column(0).is_err(),
+            }),
+        ));
+    }
+    for (what, make, fails) in &cases {
+        let input = make();
+        let mut failed = false;
+        let (peak, elapsed) = measure(|| failed = fails(&input));
+        assert!(failed, "{what}: accepted");
+        assert!(
+            peak <= 64 * input.len() + 64 * 1024,
+            "{what}: {peak} bytes allocated for {} input bytes",
+            input.len()
+        );
+        assert!(
+            elapsed < Duration::from_millis(200),
+            "{what}: took {elapsed:?}"
+        );
+    }
+}
