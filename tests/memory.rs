@@ -82,11 +82,14 @@ fn column(pages: Vec<pb::Page>) -> pb::Column {
     }
 }
 
+/// Decodes an input; true when it was rejected.
+type Check = Box<dyn Fn(&[u8]) -> bool>;
+
 #[test]
 fn huge_claims_allocate_little_and_fail_fast() {
     let encoding = Encoding::BssLz4.compressor(64).unwrap().array_encoding();
     let huge = 1u64 << 40;
-    let mut cases: Vec<(&str, Box<dyn Fn() -> Vec<u8>>, Box<dyn Fn(&[u8]) -> bool>)> = Vec::new();
+    let mut cases: Vec<(&str, Vec<u8>, Check)> = Vec::new();
     // Pages: counts and sizes that do not fit the bytes.
     for (what, num_values, page) in [
         (
@@ -113,7 +116,7 @@ fn huge_claims_allocate_little_and_fail_fast() {
         let encoding = encoding.clone();
         cases.push((
             what,
-            Box::new(move || page.clone()),
+            page,
             Box::new(move |bytes: &[u8]| {
                 PageDecoder::try_new(&encoding, num_values, bytes)
                     .and_then(|d| d.decode())
@@ -166,17 +169,16 @@ fn huge_claims_allocate_little_and_fail_fast() {
     for (what, bytes) in files {
         cases.push((
             what,
-            Box::new(move || bytes.clone()),
+            bytes,
             Box::new(|bytes: &[u8]| match FileReader::open(Cursor::new(bytes)) {
                 Err(_) => true,
                 Ok(mut reader) => reader.read_column(0).is_err(),
             }),
         ));
     }
-    for (what, make, fails) in &cases {
-        let input = make();
+    for (what, input, fails) in &cases {
         let mut failed = false;
-        let (peak, elapsed) = measure(|| failed = fails(&input));
+        let (peak, elapsed) = measure(|| failed = fails(input));
         assert!(failed, "{what}: accepted");
         assert!(
             peak <= 64 * input.len() + 64 * 1024,
