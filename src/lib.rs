@@ -26,10 +26,10 @@
 //! # Ok::<(), miniblock::Error>(())
 //! ```
 //!
-//! Modules, one idea each: [`kernels`](crate::shuffle) (the byte transpose, internal),
-//! [`shuffle`] (the whole-buffer filter), [`encodings`] (per-chunk compressor and
-//! decompressor pairs), [`page`] (chunking, validity, the chunk table, decoding),
-//! [`proto`] (the protobuf messages), [`error`].
+//! Modules, one idea each: `kernels` (the byte transpose, SIMD, internal; its name is
+//! [`kernel_name`]), [`shuffle`] (the whole-buffer filter), [`encodings`] (per-chunk
+//! compressor and decompressor pairs), [`page`] (chunking, validity, the chunk table,
+//! decoding), [`file`] (column files), [`proto`] (the protobuf messages), [`error`].
 
 pub mod encodings;
 pub mod error;
