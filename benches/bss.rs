@@ -16,7 +16,7 @@ use arrow_array::{ArrayRef, Float32Array, Float64Array};
 use arrow_buffer::{Buffer, ScalarBuffer};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use miniblock::shuffle::{shuffle_into, unshuffle_into};
-use miniblock::{Encoding, PageDecoder, PageEncoder};
+use miniblock::{Encoding, PageEncoder};
 use parquet::basic::{Encoding as ParquetEncoding, Type as PhysicalType};
 use parquet::data_type::{DataType as ParquetType, DoubleType, FloatType};
 use parquet::encodings::decoding::get_decoder;
@@ -114,14 +114,7 @@ fn bench_pages(c: &mut Criterion) {
                         b.iter(|| black_box(encoder.encode(black_box(input.as_ref())).unwrap()));
                     });
                     let page = encoder.encode(input.as_ref()).unwrap();
-                    let table = page.chunk_table();
-                    let decoder = PageDecoder::from_parts(
-                        &page.encoding,
-                        page.num_values,
-                        &table,
-                        &page.data,
-                    )
-                    .unwrap();
+                    let decoder = page.decoder(input.data_type()).unwrap();
                     let rows = decoder.num_values();
                     group.bench_function(format!("{name}_decode"), |b| {
                         b.iter(|| {
@@ -160,10 +153,7 @@ fn bench_chunk_access(c: &mut Criterion) {
         for encoding in [Encoding::Bss, Encoding::BssLz4] {
             let encoder = PageEncoder::new(encoding.compressor(width as u64 * 8).unwrap());
             let page = encoder.encode(input.as_ref()).unwrap();
-            let table = page.chunk_table();
-            let decoder =
-                PageDecoder::from_parts(&page.encoding, page.num_values, &table, &page.data)
-                    .unwrap();
+            let decoder = page.decoder(input.data_type()).unwrap();
             let mut group = c.benchmark_group(format!(
                 "chunk_access/{ty}/{}",
                 encoding.name().replace('+', "_")

@@ -30,9 +30,9 @@ fn bench_column(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(len as u64));
     for (name, parallel) in [("serial", false), ("parallel", true)] {
         let options = WriteOptions {
-            encoding: Encoding::BssLz4,
-            page_values: None,
+            strategy: Encoding::BssLz4.into(),
             parallel,
+            ..WriteOptions::default()
         };
         group.bench_function(name, |b| {
             b.iter(|| {

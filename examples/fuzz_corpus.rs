@@ -4,9 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+use arrow_array::{
+    ArrayRef, FixedSizeBinaryArray, Float32Array, Float64Array, Int32Array, RecordBatch,
+};
+use miniblock::encodings::{EncoderOptions, Strategy};
 use miniblock::file::{FileWriter, WriteOptions};
-use miniblock::{encode_page, Encoding};
+use miniblock::{encode_page, Encoding, PageEncoder};
 use prost::Message;
 
 fn read(name: &str) -> Vec<u8> {
@@ -76,9 +79,10 @@ fn main() {
             let b: ArrayRef = Arc::new(Float64Array::from(f64s[..rows].to_vec()));
             let batch = RecordBatch::try_from_iter([("a", a), ("b", b)]).unwrap();
             let options = WriteOptions {
-                encoding,
+                strategy: encoding.into(),
                 page_values: Some(page_values),
                 parallel: false,
+                ..WriteOptions::default()
             };
             let mut writer =
                 FileWriter::try_new(Vec::new(), batch.schema().as_ref(), options).unwrap();
@@ -89,6 +93,56 @@ fn main() {
             count += 1;
         }
     }
+    // Pages with 64 Ki-value chunks (wide chunk tables), and auto's picks.
+    let big: ArrayRef = Arc::new(Float64Array::from(f64s.clone()));
+    for (name, strategy) in [
+        ("wide_bss_zstd", "bss+zstd"),
+        ("wide_lz4", "lz4"),
+        ("wide_auto", "auto"),
+    ] {
+        let options = EncoderOptions::default()
+            .with_chunk_values(Some(65536))
+            .unwrap();
+        let strategy: Strategy = strategy.parse().unwrap();
+        let page = PageEncoder::for_strategy(strategy, 8, &options)
+            .unwrap()
+            .encode(big.as_ref())
+            .unwrap();
+        let message = page.encoding.encode_to_vec();
+        let mut seed = vec![message.len() as u8];
+        seed.extend_from_slice(&message);
+        seed.extend_from_slice(&(page.num_values as u32).to_le_bytes());
+        seed.extend_from_slice(&page.to_bytes());
+        std::fs::write(root.join("page_decode").join(name), seed).unwrap();
+        count += 1;
+    }
+    // A file of other fixed-width types, auto-encoded.
+    let ints: ArrayRef = Arc::new(Int32Array::from_iter_values(
+        (0..3000).map(|i| i * 7 % 1000),
+    ));
+    let fsb: ArrayRef = Arc::new(
+        FixedSizeBinaryArray::try_from_iter(
+            (0..3000u32).map(|i| (i * 31).to_be_bytes()[..3].to_vec()),
+        )
+        .unwrap(),
+    );
+    let batch = RecordBatch::try_from_iter([("i", ints), ("b", fsb)]).unwrap();
+    let mut writer = FileWriter::try_new(
+        Vec::new(),
+        batch.schema().as_ref(),
+        WriteOptions {
+            page_values: Some(1000),
+            ..WriteOptions::default()
+        },
+    )
+    .unwrap();
+    writer.write_batch(&batch).unwrap();
+    std::fs::write(
+        root.join("file_read").join("types_auto"),
+        writer.finish().unwrap(),
+    )
+    .unwrap();
+    count += 1;
     for (i, size) in [2u8, 4, 8, 5, 1, 0].into_iter().enumerate() {
         let mut seed = vec![size];
         seed.extend(

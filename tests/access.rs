@@ -19,6 +19,10 @@ impl MiniBlockDecompressor for Counting {
         self.inner.value_width()
     }
 
+    fn max_expansion(&self) -> usize {
+        self.inner.max_expansion()
+    }
+
     fn decompress_into(
         &self,
         chunk: &[u8],
@@ -45,9 +49,14 @@ fn ranges_touch_only_overlapping_chunks() {
             calls: calls.clone(),
         };
         let table = page.chunk_table();
-        let decoder =
-            PageDecoder::with_decompressor(Box::new(counting), page.num_values, &table, &page.data)
-                .unwrap();
+        let decoder = PageDecoder::with_decompressor(
+            Box::new(counting),
+            page.num_values,
+            &table,
+            page.table_format(),
+            &page.data,
+        )
+        .unwrap();
         assert_eq!(decoder.num_chunks(), 10);
         // (range, chunks it overlaps)
         for (range, chunks) in [

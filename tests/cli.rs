@@ -104,7 +104,9 @@ fn raw_encode_decode_is_bit_exact_for_every_encoding() {
     let values = common::mixed_f32(70_000, 3);
     let input = write_raw_f32(dir.path(), "series.f32", &values);
     let original = fs::read(&input).unwrap();
-    for encoding in ["plain", "lz4", "bss", "bss+lz4"] {
+    for encoding in [
+        "plain", "lz4", "zstd", "bss", "bss+lz4", "bss+zstd", "auto", "auto:0",
+    ] {
         let encoded = dir.path().join(format!("series.{encoding}.mb"));
         let out = ok(&[
             "encode",
@@ -375,10 +377,20 @@ fn compare_reports_every_encoding_as_json_and_plots() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(lines.len(), Encoding::ALL.len());
-    for (line, encoding) in lines.iter().zip(Encoding::ALL) {
+    // every fixed encoding, auto and auto:0, at 4 KiB and 64 KiB chunks
+    let labels: Vec<String> = Encoding::ALL
+        .iter()
+        .map(|e| e.name().to_owned())
+        .chain(["auto".to_owned(), "auto:0".to_owned()])
+        .collect();
+    assert_eq!(lines.len(), 2 * labels.len());
+    for (i, line) in lines.iter().enumerate() {
         assert_eq!(line["dataset"], "smooth");
-        assert_eq!(line["encoding"], encoding.name());
+        assert_eq!(line["encoding"], labels[i % labels.len()].as_str());
+        assert_eq!(
+            line["chunk_bytes"],
+            if i < labels.len() { 4096 } else { 65536 }
+        );
         assert_eq!(line["values"], 50_000);
         assert_eq!(line["raw_bytes"], 200_000);
         let encoded = line["encoded_bytes"].as_f64().unwrap();
@@ -388,31 +400,67 @@ fn compare_reports_every_encoding_as_json_and_plots() {
                 && line["decode_gbps"].as_f64().unwrap() > 0.0
         );
     }
-    // on a smooth series BSS+LZ4 has the best ratio
-    let best: Vec<&str> = lines
-        .iter()
-        .filter(|l| l["best"] == true)
-        .map(|l| l["encoding"].as_str().unwrap())
-        .collect();
-    assert_eq!(best, ["bss+lz4"]);
+    for rows in lines.chunks(labels.len()) {
+        let best_fixed = rows[..Encoding::ALL.len()]
+            .iter()
+            .map(|l| l["encoded_bytes"].as_u64().unwrap())
+            .min()
+            .unwrap();
+        for auto in &rows[Encoding::ALL.len()..] {
+            // auto reports what it chose: one page of 200 KB, one encoding
+            let chosen = auto["chosen"].as_object().unwrap();
+            assert_eq!(chosen.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 1);
+            assert!(chosen.keys().all(|k| labels.contains(k)), "{chosen:?}");
+            let size = auto["encoded_bytes"].as_u64().unwrap();
+            let reported = auto["size_vs_best_fixed"].as_f64().unwrap();
+            assert!((reported - size as f64 / best_fixed as f64).abs() < 1e-12);
+        }
+        // favouring size, auto stays within 2% of the best fixed encoding
+        let size_first = &rows[labels.len() - 1];
+        assert_eq!(size_first["min_gain"], 0.0);
+        assert!(size_first["size_vs_best_fixed"].as_f64().unwrap() <= 1.02);
+        // on a smooth series, byte stream split plus a compressor has the best ratio
+        let best: Vec<&str> = rows
+            .iter()
+            .filter(|l| l["best"] == true)
+            .map(|l| l["encoding"].as_str().unwrap())
+            .collect();
+        assert!(
+            best.iter()
+                .all(|b| b.starts_with("bss+") || b.starts_with("auto")),
+            "{best:?}"
+        );
+    }
     let svg = fs::read_to_string(&plot).unwrap();
     assert!(
         svg.starts_with("<svg")
             && svg.contains("decode speed")
             && svg.contains("compression ratio")
+            && svg.contains("hollow: chunks over 4 KiB")
     );
-    for encoding in Encoding::ALL {
+    for label in &labels {
         assert!(
-            svg.contains(&format!(">{encoding}</text>")),
-            "legend lacks {encoding}"
+            svg.contains(&format!(">{label}</text>")),
+            "legend lacks {label}"
         );
     }
-    // the table form marks the best ratio
-    let table = ok(&["compare", s(&input), "--runs", "1"]);
+    // the table form marks the best ratio and checks auto against the floors
+    let table = ok(&[
+        "compare",
+        s(&input),
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4,bss+lz4,auto:0",
+    ]);
     assert!(
         table
             .lines()
-            .any(|l| l.contains("bss+lz4") && l.contains("best ratio")),
+            .any(|l| l.contains("auto:0") && l.contains("bss+zstd x1") && l.contains("best ratio")),
+        "{table}"
+    );
+    assert!(
+        table.contains("auto against the fixed encodings"),
         "{table}"
     );
 }
@@ -430,7 +478,11 @@ fn compare_defaults_to_the_bundled_sample() {
         })
         .collect();
     assert!(datasets.len() >= 3, "{datasets:?}");
-    assert_eq!(out.lines().count(), datasets.len() * Encoding::ALL.len());
+    // two chunk sizes, the fixed encodings plus auto and auto:0
+    assert_eq!(
+        out.lines().count(),
+        datasets.len() * 2 * (Encoding::ALL.len() + 2)
+    );
 }
 
 #[test]
@@ -474,7 +526,9 @@ fn every_shared_data_set_round_trips_through_the_cli() {
     for file in &files {
         let original = fs::read(file).unwrap();
         let ext = file.extension().unwrap().to_str().unwrap();
-        for encoding in ["plain", "lz4", "bss", "bss+lz4"] {
+        for encoding in [
+            "plain", "lz4", "zstd", "bss", "bss+lz4", "bss+zstd", "auto", "auto:0",
+        ] {
             let encoded = dir.path().join("f.mb");
             let decoded = dir.path().join(format!("f.{ext}"));
             ok(&["encode", s(file), s(&encoded), "--encoding", encoding]);

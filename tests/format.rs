@@ -1,10 +1,12 @@
 //! The bytes we write, checked against hand-computed expectations: the golden BSS chunk,
 //! the chunk table, and the protobuf wire format Lance's parser reads.
 
-use arrow_array::{Array, Float32Array, Float64Array};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array};
 use miniblock::encodings::{
     decompressor_for, ByteStreamSplitDecompressor, ByteStreamSplitEncoder, ChunkStorage,
-    FlatEncoder, MiniBlockDecompressor,
+    FlatEncoder, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use miniblock::proto::encodings::{
     array_encoding, ArrayEncoding, ByteStreamSplit, Compression, Flat, GeneralMiniBlock,
@@ -98,8 +100,9 @@ fn array_encoding_wire_bytes_match_lance_field_numbers() {
 }
 
 #[test]
-fn widths_other_than_32_and_64_are_refused() {
-    for bits in [0u64, 8, 16, 31, 48, 128] {
+fn widths_that_are_not_whole_bytes_are_refused() {
+    let max = 8 * miniblock::encodings::MAX_VALUE_WIDTH as u64;
+    for bits in [0u64, 1, 7, 31, 33, 100, max + 8, u64::MAX] {
         assert_eq!(
             ByteStreamSplitEncoder::try_new(bits).unwrap_err().kind(),
             ErrorKind::InvalidArgument
@@ -126,10 +129,31 @@ fn widths_other_than_32_and_64_are_refused() {
             ErrorKind::Unsupported
         );
     }
-    assert!(std::panic::catch_unwind(|| ByteStreamSplitEncoder::new(16)).is_err());
-    let err = encode_page(&arrow_array::Int32Array::from(vec![1, 2]), Encoding::Bss).unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-    assert!(err.to_string().contains("Int32"), "{err}");
+    // Any whole number of bytes is a width: floats, integers, decimals, binaries.
+    for bits in [8u64, 16, 32, 40, 64, 128, 256, max] {
+        let encoder = ByteStreamSplitEncoder::try_new(bits).unwrap();
+        assert_eq!(encoder.value_width() as u64 * 8, bits);
+        assert_eq!(
+            decompressor_for(&encoder.array_encoding())
+                .unwrap()
+                .value_width() as u64
+                * 8,
+            bits
+        );
+    }
+    assert!(std::panic::catch_unwind(|| ByteStreamSplitEncoder::new(12)).is_err());
+    // Variable-width and bit-packed Arrow types are not fixed-width values.
+    for array in [
+        Arc::new(arrow_array::StringArray::from(vec!["a"])) as ArrayRef,
+        Arc::new(arrow_array::BooleanArray::from(vec![true])),
+    ] {
+        let err = encode_page(array.as_ref(), Encoding::Bss).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(
+            err.to_string().contains(&array.data_type().to_string()),
+            "{err}"
+        );
+    }
 }
 
 #[test]

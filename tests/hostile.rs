@@ -7,6 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array};
+use miniblock::page::ChunkTableFormat;
 use miniblock::proto::encodings::ArrayEncoding;
 use miniblock::{encode_page, EncodedPage, Encoding, ErrorKind, PageDecoder};
 use prost::Message;
@@ -139,9 +140,15 @@ fn lying_chunk_tables_are_corrupt() {
         ("odd table length", table[..7].to_vec()),
     ];
     for (what, table) in cases {
-        let err = PageDecoder::from_parts(&encoding, 3000, &table, &page.data)
-            .and_then(|d| d.decode().map(|_| ()))
-            .unwrap_err();
+        let err = PageDecoder::from_parts(
+            &encoding,
+            3000,
+            &table,
+            ChunkTableFormat::Narrow,
+            &page.data,
+        )
+        .and_then(|d| d.decode().map(|_| ()))
+        .unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::Corrupt | ErrorKind::Truncated),
             "{what}: {err}"
@@ -150,7 +157,8 @@ fn lying_chunk_tables_are_corrupt() {
     // Trailing bytes after the last chunk
     let mut data = page.data.clone();
     data.push(0);
-    let err = PageDecoder::from_parts(&encoding, 3000, &table, &data).unwrap_err();
+    let err = PageDecoder::from_parts(&encoding, 3000, &table, ChunkTableFormat::Narrow, &data)
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
 }
 
@@ -159,11 +167,19 @@ fn huge_claims_are_rejected_before_allocating() {
     // A table that claims 2^16-value chunks of 64 KiB compressed bytes of nothing.
     let encoding = Encoding::BssLz4.compressor(64).unwrap().array_encoding();
     let table = [0xFF, 0xFF, 16, 2, 0xFF, 0xFF, 0, 2];
-    let err = PageDecoder::from_parts(&encoding, 1 << 17, &table, &[]).unwrap_err();
+    let err = PageDecoder::from_parts(&encoding, 1 << 17, &table, ChunkTableFormat::Narrow, &[])
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Truncated, "{err}");
     // A compressed chunk claiming far more values than its bytes can expand to.
     let table = [0x04, 0x00, 16, 2, 0x04, 0x00, 0, 2];
-    let err = PageDecoder::from_parts(&encoding, 1 << 17, &table, &[0; 8]).unwrap_err();
+    let err = PageDecoder::from_parts(
+        &encoding,
+        1 << 17,
+        &table,
+        ChunkTableFormat::Narrow,
+        &[0; 8],
+    )
+    .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     // A chunk count of u32::MAX in 8 bytes of page.
     let err = PageDecoder::try_new(&encoding, 1 << 40, &[0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0])

@@ -70,6 +70,7 @@ fn page(offset: u64, length: u64, num_values: u64, table: Vec<u8>) -> pb::Page {
         encoding: Some(Encoding::BssLz4.compressor(64).unwrap().array_encoding()),
         chunk_table: table,
         crc32c: 0,
+        ..pb::Page::default()
     }
 }
 
@@ -79,6 +80,7 @@ fn column(pages: Vec<pb::Page>) -> pb::Column {
         value_type: pb::ValueType::Float64 as i32,
         nullable: true,
         pages,
+        ..pb::Column::default()
     }
 }
 

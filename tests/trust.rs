@@ -33,7 +33,7 @@ fn small_file() -> (Vec<u8>, ArrayRef) {
     ));
     let batch = RecordBatch::try_from_iter([("dry_bulb", column.clone())]).unwrap();
     let options = WriteOptions {
-        encoding: Encoding::BssLz4,
+        strategy: Encoding::BssLz4.into(),
         page_values: Some(3000),
         ..WriteOptions::default()
     };

@@ -1,14 +1,20 @@
 //! Cross-implementation vectors written by Arrow C++ (`../shared/vectors`): every
-//! BYTE_STREAM_SPLIT file unshuffles to its PLAIN twin, and the float ones decode through
-//! the BSS decompressor as one chunk.
+//! BYTE_STREAM_SPLIT file unshuffles to its PLAIN twin, the float ones decode through
+//! the BSS decompressor as one chunk, and the float16, int32, int64, flba5 and decimal ones
+//! decode through the page decoder as typed arrays.
 
 mod common;
 
 use std::fs;
 use std::path::Path;
 
+use arrow_array::Array;
+use arrow_schema::DataType;
 use miniblock::encodings::{ByteStreamSplitDecompressor, ChunkStorage, MiniBlockDecompressor};
+use miniblock::page::{ChunkMeta, ChunkTableFormat};
+use miniblock::proto::encodings::{array_encoding, ArrayEncoding, ByteStreamSplit};
 use miniblock::shuffle::{shuffle, unshuffle};
+use miniblock::{encode_page, Encoding, PageDecoder};
 
 /// (BSS file, PLAIN twin, element width)
 const PAIRS: [(&str, &str, usize); 7] = [
@@ -131,5 +137,60 @@ fn float_vectors_decode_as_one_chunk() {
                 assert!(x.is_finite() && x.abs() < 10.0, "{bss}: {x}");
             }
         }
+    }
+}
+
+#[test]
+fn typed_vectors_decode_through_the_page_decoder() {
+    let Some(dir) = common::shared_dir("typed_vectors_decode_through_the_page_decoder") else {
+        return;
+    };
+    // (pair, Arrow type): Parquet's decimal(7,3) is a 4-byte big-endian FIXED_LEN_BYTE_ARRAY,
+    // so it is read as FixedSizeBinary(4), as flba5 is FixedSizeBinary(5).
+    let cases = [
+        (PAIRS[0], DataType::Float16),
+        (PAIRS[3], DataType::Int32),
+        (PAIRS[4], DataType::Int64),
+        (PAIRS[5], DataType::FixedSizeBinary(5)),
+        (PAIRS[6], DataType::FixedSizeBinary(4)),
+    ];
+    for ((bss, plain, width), data_type) in cases {
+        let (bss, plain) = (read(&dir, bss), read(&dir, plain));
+        let n = plain.len() / width;
+        // One chunk (200 values fit the default chunk of every width here): the vector's
+        // bytes are exactly that chunk; its table entry says so.
+        assert!(n <= miniblock::encodings::default_chunk_values(width));
+        let encoding = ArrayEncoding {
+            array_encoding: Some(array_encoding::ArrayEncoding::ByteStreamSplit(
+                ByteStreamSplit {
+                    bits_per_value: width as u64 * 8,
+                },
+            )),
+        };
+        let mut table = Vec::new();
+        ChunkMeta {
+            num_bytes: bss.len() as u32,
+            log_num_values: 0,
+            has_validity: false,
+            storage: ChunkStorage::Raw,
+        }
+        .write(ChunkTableFormat::Narrow, &mut table)
+        .unwrap();
+        let decoder =
+            PageDecoder::from_parts(&encoding, n as u64, &table, ChunkTableFormat::Narrow, &bss)
+                .unwrap()
+                .with_data_type(&data_type)
+                .unwrap();
+        let array = decoder.decode().unwrap();
+        assert_eq!(array.data_type(), &data_type);
+        assert_eq!(array.len(), n);
+        assert_eq!(
+            array.to_data().buffers()[0].as_slice(),
+            plain,
+            "{data_type}"
+        );
+        // and back: our encoder writes the same chunk bytes Arrow C++ wrote
+        let page = encode_page(array.as_ref(), Encoding::Bss).unwrap();
+        assert_eq!(page.data, bss, "{data_type} re-encoded");
     }
 }

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use miniblock::file::{FileWriter, WriteOptions};
 
-use super::{input, output, progress, CliError, Dtype, EncodingArg};
+use miniblock::encodings::Strategy;
+
+use super::{input, output, parse_strategy, progress, CliError, Dtype, EncoderArgs};
 
 /// Arguments of `encode`.
 #[derive(Debug, clap::Args)]
@@ -13,9 +15,13 @@ pub struct Args {
     input: PathBuf,
     /// The miniblock column file to write.
     output: PathBuf,
-    /// Encoding of every page.
-    #[arg(long, value_enum, default_value = "bss+lz4")]
-    encoding: EncodingArg,
+    /// Encoding of the pages: auto (chosen per page by trial on a sample), auto:GAIN
+    /// (a slower-decoding encoding must save GAIN, e.g. auto:0 for the smallest), or one
+    /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd.
+    #[arg(long, default_value = "auto", value_parser = parse_strategy)]
+    encoding: Strategy,
+    #[command(flatten)]
+    encoder: EncoderArgs,
     /// Read INPUT as raw little-endian floats of this type, whatever its extension.
     #[arg(long, value_enum)]
     dtype: Option<Dtype>,
@@ -34,7 +40,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let mut input = input::open(&args.input, args.dtype, &columns)?;
     let bar = progress::bar(input.file_bytes, "encoding");
     let options = WriteOptions {
-        encoding: args.encoding.into(),
+        strategy: args.encoding,
+        encoder: args.encoder.options()?,
         page_values: args.page_values.map(|n| n as usize),
         ..WriteOptions::default()
     };
@@ -68,13 +75,28 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let raw: u64 = schema
         .fields()
         .iter()
-        .map(|f| rows * f.data_type().primitive_width().unwrap_or(0) as u64)
+        .map(|f| rows * miniblock::page::value_width(f.data_type()).unwrap_or(0) as u64)
         .sum();
     println!(
-        "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}",
+        "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}",
         schema.fields().len(),
         raw as f64 / written.max(1) as f64,
-        miniblock::Encoding::from(args.encoding)
+        args.encoding,
+        chosen_summary(&args.output)?
     );
     Ok(())
+}
+
+/// How many pages of the written file use each encoding, e.g. `bss+zstd x3, lz4 x1`.
+fn chosen_summary(path: &std::path::Path) -> Result<String, CliError> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::new(format!("cannot reopen {}: {e}", path.display())))?;
+    let reader = miniblock::file::FileReader::open(std::io::BufReader::new(file))
+        .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+    let counts = super::inspect::encodings_used(reader.footer());
+    Ok(counts
+        .iter()
+        .map(|(name, n)| format!("{name} x{n}"))
+        .collect::<Vec<_>>()
+        .join(", "))
 }

@@ -5,9 +5,12 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use miniblock::encodings::{describe, ChunkStorage};
-use miniblock::file::FileReader;
-use miniblock::page::PageLayout;
+use std::collections::BTreeMap;
+
+use miniblock::encodings::{describe, ChunkStorage, Encoding};
+use miniblock::file::{page_layout, FileReader};
+use miniblock::page::value_width;
+use miniblock::proto::file::{Column, Footer};
 use prost::Message;
 use serde_json::json;
 
@@ -46,7 +49,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         footer.columns.len()
     );
     for (field, column) in reader.schema().fields().iter().zip(&footer.columns) {
-        let width = field.data_type().primitive_width().unwrap_or(1);
+        let width = value_width(field.data_type()).unwrap_or(1);
         let raw = footer.num_rows * width as u64;
         let encoded: u64 = column
             .pages
@@ -64,14 +67,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         );
         let mut pages_json = Vec::new();
         for (index, page) in column.pages.iter().enumerate() {
-            let layout =
-                PageLayout::parse(page.num_values, &page.chunk_table, width).map_err(|e| {
-                    CliError::new(format!(
-                        "{shown}: column {:?} page {index}: {e}",
-                        field.name()
-                    ))
-                })?;
-            let sizes: Vec<u16> = layout.chunk_metas().map(|c| c.num_bytes).collect();
+            let layout = page_layout(page, width).map_err(|e| {
+                CliError::new(format!(
+                    "{shown}: column {:?} page {index}: {e}",
+                    field.name()
+                ))
+            })?;
+            let sizes: Vec<u32> = layout.chunk_metas().map(|c| c.num_bytes).collect();
             let compressed = layout
                 .chunk_metas()
                 .filter(|c| c.storage == ChunkStorage::Compressed)
@@ -110,8 +112,19 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 "ratio": page_raw as f64 / (page.length + page.chunk_table.len() as u64).max(1) as f64,
             }));
         }
+        let chosen = column_encodings(column);
+        let _ = writeln!(
+            text,
+            "  encodings: {}",
+            chosen
+                .iter()
+                .map(|(name, n)| format!("{name} x{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         columns_json.push(json!({
             "name": field.name(),
+            "chosen": chosen,
             "type": field.data_type().to_string(),
             "nullable": field.is_nullable(),
             "raw_bytes": raw,
@@ -133,4 +146,28 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         print!("{text}");
     }
     Ok(())
+}
+
+/// Pages per encoding name in one column.
+fn column_encodings(column: &Column) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for page in &column.pages {
+        let name = page.encoding.as_ref().map_or_else(
+            || "(none)".to_owned(),
+            |e| Encoding::of(e).map_or_else(|| describe(e), |e| e.name().to_owned()),
+        );
+        *counts.entry(name).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// Pages per encoding name over every column of a file.
+pub fn encodings_used(footer: &Footer) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for column in &footer.columns {
+        for (name, n) in column_encodings(column) {
+            *counts.entry(name).or_insert(0) += n;
+        }
+    }
+    counts
 }

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use arrow_schema::DataType;
 use clap::{Parser, Subcommand, ValueEnum};
-use miniblock::Encoding;
+use miniblock::encodings::{EncoderOptions, Strategy};
 
 /// A one-line error for the user.
 #[derive(Debug)]
@@ -65,32 +65,43 @@ impl Dtype {
     }
 }
 
-/// Encodings as command-line values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EncodingArg {
-    /// Values as they are.
-    Plain,
-    /// Values as they are, LZ4 per chunk.
-    Lz4,
-    /// Byte stream split per chunk.
-    Bss,
-    /// Byte stream split, LZ4 per chunk.
-    #[value(name = "bss+lz4")]
-    BssLz4,
+/// Parses an `--encoding` value: an encoding name, `auto` or `auto:GAIN`.
+pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    s.parse::<Strategy>().map_err(|e| e.to_string())
 }
 
-impl From<EncodingArg> for Encoding {
-    fn from(e: EncodingArg) -> Self {
-        match e {
-            EncodingArg::Plain => Encoding::Plain,
-            EncodingArg::Lz4 => Encoding::Lz4,
-            EncodingArg::Bss => Encoding::Bss,
-            EncodingArg::BssLz4 => Encoding::BssLz4,
+/// Options of every command that encodes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct EncoderArgs {
+    /// Values per chunk: a power of two from 256 to 65536 (default: 4 KiB of values,
+    /// 1024 f32 or 512 f64).
+    #[arg(long, value_name = "N")]
+    chunk_values: Option<usize>,
+    /// Zstd level for the zstd encodings (1..=22, negative for the fast levels).
+    #[arg(long, value_name = "L", default_value_t = miniblock::encodings::DEFAULT_ZSTD_LEVEL, allow_negative_numbers = true)]
+    zstd_level: i32,
+}
+
+impl Default for EncoderArgs {
+    fn default() -> Self {
+        Self {
+            chunk_values: None,
+            zstd_level: miniblock::encodings::DEFAULT_ZSTD_LEVEL,
         }
     }
 }
 
-/// Byte-stream-split miniblocks for float columns: measure, encode, decode, inspect.
+impl EncoderArgs {
+    /// The library options these arguments ask for.
+    pub fn options(&self) -> Result<EncoderOptions, CliError> {
+        EncoderOptions::default()
+            .with_chunk_values(self.chunk_values)
+            .and_then(|o| o.with_zstd_level(self.zstd_level))
+            .map_err(|e| CliError::new(e.to_string()))
+    }
+}
+
+/// Byte-stream-split miniblocks for fixed-width columns: measure, encode, decode, inspect.
 #[derive(Debug, Parser)]
 #[command(name = "miniblock", version, about, long_about = None)]
 pub struct Cli {
@@ -104,9 +115,9 @@ enum Command {
     ///
     /// With no FILE, uses the bundled sample in data/.
     Compare(compare::Args),
-    /// Encode float columns of a file into a miniblock column file.
+    /// Encode columns of a file into a miniblock column file.
     Encode(encode::Args),
-    /// Decode a column of a miniblock file to raw floats, .npy or Arrow IPC.
+    /// Decode a column of a miniblock file to raw values, .npy or Arrow IPC.
     Decode(decode::Args),
     /// Show what a miniblock file holds: columns, pages, encodings, chunks, ratio.
     Inspect(inspect::Args),

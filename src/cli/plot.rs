@@ -3,8 +3,6 @@
 
 use std::fmt::Write;
 
-use miniblock::Encoding;
-
 use super::compare::Measurement;
 
 const WIDTH: f64 = 960.0;
@@ -14,16 +12,22 @@ const RIGHT: f64 = 300.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 70.0;
 
-const COLOURS: [&str; 6] = [
-    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+const COLOURS: [&str; 8] = [
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#222222",
 ];
 
-fn colour(encoding: Encoding) -> &'static str {
-    let i = Encoding::ALL
-        .iter()
-        .position(|&e| e == encoding)
-        .unwrap_or(0);
+fn colour(labels: &[String], label: &str) -> &'static str {
+    let i = labels.iter().position(|l| l == label).unwrap_or(0);
     COLOURS[i % COLOURS.len()]
+}
+
+/// A mark's fill: solid for the smallest chunk size, hollow (outlined) for larger ones.
+fn paint(colour: &str, hollow: bool) -> String {
+    if hollow {
+        format!(r#"none" stroke="{colour}" stroke-width="2"#)
+    } else {
+        colour.to_owned()
+    }
 }
 
 /// A mark of shape `shape` centred on (x, y).
@@ -197,14 +201,29 @@ pub fn svg(measurements: &[Measurement]) -> String {
         TOP + plot_h / 2.0
     );
     // marks
+    let mut labels: Vec<String> = Vec::new();
+    for m in measurements {
+        let label = m.strategy.to_string();
+        if !labels.contains(&label) {
+            labels.push(label);
+        }
+    }
+    let smallest_chunk = measurements
+        .iter()
+        .map(|m| m.chunk_bytes)
+        .min()
+        .unwrap_or(0);
     for m in measurements {
         let shape = datasets.iter().position(|d| *d == m.dataset).unwrap_or(0);
+        let label = m.strategy.to_string();
+        let fill = paint(colour(&labels, &label), m.chunk_bytes > smallest_chunk);
         let _ = writeln!(
             s,
-            "{}<!-- {} {} -->",
-            mark(shape, sx(m.decode_gbps), sy(m.ratio()), colour(m.encoding)),
+            "{}<!-- {} {} {} KiB chunks -->",
+            mark(shape, sx(m.decode_gbps), sy(m.ratio()), &fill),
             escape(&m.dataset),
-            m.encoding
+            label,
+            m.chunk_bytes / 1024
         );
     }
     // legends
@@ -214,15 +233,23 @@ pub fn svg(measurements: &[Measurement]) -> String {
         s,
         r#"<text x="{lx}" y="{ly}" font-weight="bold">encoding (colour)</text>"#
     );
-    for e in Encoding::ALL {
+    for label in &labels {
         ly += 20.0;
         let _ = writeln!(
             s,
             r#"{}<text x="{:.0}" y="{:.0}">{}</text>"#,
-            mark(0, lx + 8.0, ly - 4.0, colour(e)),
+            mark(0, lx + 8.0, ly - 4.0, colour(&labels, label)),
             lx + 22.0,
             ly,
-            e
+            escape(label)
+        );
+    }
+    if measurements.iter().any(|m| m.chunk_bytes > smallest_chunk) {
+        ly += 20.0;
+        let _ = writeln!(
+            s,
+            r#"<text x="{lx}" y="{ly}">hollow: chunks over {} KiB</text>"#,
+            smallest_chunk / 1024
         );
     }
     ly += 34.0;

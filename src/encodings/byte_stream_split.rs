@@ -27,7 +27,7 @@
 
 use super::flat::check_raw_chunk;
 use super::{
-    width_from_bits, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor, CHUNK_BYTES,
+    width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::Result;
 use crate::kernels;
@@ -36,37 +36,47 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding, ByteStreamSplit};
 /// Splits each chunk into byte streams.
 #[derive(Debug, Clone)]
 pub struct ByteStreamSplitEncoder {
-    width: usize,
+    shape: ChunkShape,
 }
 
 impl ByteStreamSplitEncoder {
-    /// An encoder for values of `bits_per_value` bits: 32 or 64, anything else is an error.
+    /// An encoder for values of `bits_per_value` bits, a multiple of 8 (32 and 64 for
+    /// floats); anything else is an error.
     pub fn try_new(bits_per_value: u64) -> Result<Self> {
         Ok(Self {
-            width: width_from_bits(bits_per_value)?,
+            shape: ChunkShape::from_bits(bits_per_value)?,
         })
     }
 
-    /// Like [`try_new`](Self::try_new), panicking on a width other than 32 or 64.
+    /// The same encoder with chunks of `chunk_values` values (a power of two up to
+    /// 65536) instead of the default 4 KiB.
+    pub fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
+        Ok(Self {
+            shape: self.shape.with_chunk_values(chunk_values)?,
+        })
+    }
+
+    /// Like [`try_new`](Self::try_new), panicking on a width that is not a whole number
+    /// of bytes.
     pub fn new(bits_per_value: u64) -> Self {
-        Self::try_new(bits_per_value).expect("bits_per_value must be 32 or 64")
+        Self::try_new(bits_per_value).expect("bits_per_value must be a multiple of 8")
     }
 }
 
 impl MiniBlockCompressor for ByteStreamSplitEncoder {
     fn value_width(&self) -> usize {
-        self.width
+        self.shape.width
     }
 
     fn chunk_values(&self) -> usize {
-        CHUNK_BYTES / self.width
+        self.shape.chunk_values
     }
 
     fn array_encoding(&self) -> ArrayEncoding {
         ArrayEncoding {
             array_encoding: Some(array_encoding::ArrayEncoding::ByteStreamSplit(
                 ByteStreamSplit {
-                    bits_per_value: self.width as u64 * 8,
+                    bits_per_value: self.shape.width as u64 * 8,
                 },
             )),
         }
@@ -78,7 +88,7 @@ impl MiniBlockCompressor for ByteStreamSplitEncoder {
         out: &mut Vec<u8>,
         _: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
-        kernels::split_append(values, out, self.width);
+        kernels::split_append(values, out, self.shape.width);
         Ok(ChunkStorage::Raw)
     }
 }
@@ -90,7 +100,7 @@ pub struct ByteStreamSplitDecompressor {
 }
 
 impl ByteStreamSplitDecompressor {
-    /// A decompressor for values of `bits_per_value` bits: 32 or 64.
+    /// A decompressor for values of `bits_per_value` bits (a multiple of 8).
     pub fn try_new(bits_per_value: u64) -> Result<Self> {
         Ok(Self::with_width(width_from_bits(bits_per_value)?))
     }
@@ -103,6 +113,10 @@ impl ByteStreamSplitDecompressor {
 impl MiniBlockDecompressor for ByteStreamSplitDecompressor {
     fn value_width(&self) -> usize {
         self.width
+    }
+
+    fn max_expansion(&self) -> usize {
+        1
     }
 
     fn decompress_into(

@@ -4,8 +4,8 @@
 //! a flat page can be read chunk by chunk too, and wrapped in general compression.
 
 use super::{
-    check_output, width_from_bits, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
-    CHUNK_BYTES,
+    check_output, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
+    MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Flat};
@@ -13,31 +13,40 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding, Flat};
 /// Writes chunks of values as they are.
 #[derive(Debug, Clone)]
 pub struct FlatEncoder {
-    width: usize,
+    shape: ChunkShape,
 }
 
 impl FlatEncoder {
-    /// An encoder for values of `bits_per_value` bits: 32 or 64, anything else is an error.
+    /// An encoder for values of `bits_per_value` bits, a multiple of 8 (32 and 64 for
+    /// floats); anything else is an error.
     pub fn try_new(bits_per_value: u64) -> Result<Self> {
         Ok(Self {
-            width: width_from_bits(bits_per_value)?,
+            shape: ChunkShape::from_bits(bits_per_value)?,
+        })
+    }
+
+    /// The same encoder with chunks of `chunk_values` values (a power of two up to
+    /// 65536) instead of the default 4 KiB.
+    pub fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
+        Ok(Self {
+            shape: self.shape.with_chunk_values(chunk_values)?,
         })
     }
 }
 
 impl MiniBlockCompressor for FlatEncoder {
     fn value_width(&self) -> usize {
-        self.width
+        self.shape.width
     }
 
     fn chunk_values(&self) -> usize {
-        CHUNK_BYTES / self.width
+        self.shape.chunk_values
     }
 
     fn array_encoding(&self) -> ArrayEncoding {
         ArrayEncoding {
             array_encoding: Some(array_encoding::ArrayEncoding::Flat(Flat {
-                bits_per_value: self.width as u64 * 8,
+                bits_per_value: self.shape.width as u64 * 8,
                 buffer: None,
                 compression: None,
             })),
@@ -62,7 +71,7 @@ pub struct FlatDecompressor {
 }
 
 impl FlatDecompressor {
-    /// A decompressor for values of `bits_per_value` bits: 32 or 64.
+    /// A decompressor for values of `bits_per_value` bits (a multiple of 8).
     pub fn try_new(bits_per_value: u64) -> Result<Self> {
         Ok(Self::with_width(width_from_bits(bits_per_value)?))
     }
@@ -100,6 +109,10 @@ pub(crate) fn check_raw_chunk(
 impl MiniBlockDecompressor for FlatDecompressor {
     fn value_width(&self) -> usize {
         self.width
+    }
+
+    fn max_expansion(&self) -> usize {
+        1
     }
 
     fn decompress_into(

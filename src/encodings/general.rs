@@ -1,12 +1,17 @@
 //! General compression over each chunk of an inner miniblock encoding.
 //!
-//! `ArrayEncoding { general_mini_block: { inner: <inner>, compression: { scheme: "lz4" } } }`.
+//! `ArrayEncoding { general_mini_block: { inner: <inner>, compression: { scheme: "lz4" } } }`,
+//! or `{ scheme: "zstd", level: 3 }`.
 //! Every chunk the inner encoding writes is compressed on its own, so decoding chunk `c`
 //! reads only chunk `c`'s bytes. A chunk that the scheme does not shrink is stored as the
 //! inner encoding wrote it, and its chunk entry says so ([`ChunkStorage::Raw`]): a page never
 //! grows by more than its chunk table, and the reader never has to guess.
 
-use super::{check_output, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
+use std::cell::RefCell;
+
+use super::{
+    check_output, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor, DEFAULT_ZSTD_LEVEL,
+};
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Compression, GeneralMiniBlock};
 
@@ -16,6 +21,9 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding, Compression, Genera
 pub enum CompressionScheme {
     /// LZ4 block format (lz4_flex, safe code only).
     Lz4,
+    /// Zstandard frames (the `zstd` crate, libzstd), one frame per chunk, with the
+    /// decoded size in the frame header.
+    Zstd,
 }
 
 impl CompressionScheme {
@@ -23,10 +31,12 @@ impl CompressionScheme {
     pub fn name(self) -> &'static str {
         match self {
             CompressionScheme::Lz4 => "lz4",
+            CompressionScheme::Zstd => "zstd",
         }
     }
 
-    /// The protobuf `Compression` message for this scheme.
+    /// The protobuf `Compression` message for this scheme (the level is set by
+    /// [`GeneralMiniBlockCompressor`] for Zstd).
     pub fn to_proto(self) -> Compression {
         Compression {
             scheme: self.name().to_owned(),
@@ -38,11 +48,107 @@ impl CompressionScheme {
     pub fn from_proto(compression: &Compression) -> Result<Self> {
         match compression.scheme.as_str() {
             "lz4" => Ok(CompressionScheme::Lz4),
+            "zstd" => Ok(CompressionScheme::Zstd),
             other => Err(Error::unsupported(format!(
-                "compression scheme {other:?} (this build knows \"lz4\")"
+                "compression scheme {other:?} (this build knows \"lz4\" and \"zstd\")"
             ))),
         }
     }
+
+    /// How many times larger than its compressed bytes a chunk can decode to: LZ4 writes
+    /// at most 255 bytes per length byte; a Zstd RLE block of 4 bytes can stand for a
+    /// 128 KiB block. A chunk table claiming more is lying.
+    pub fn max_expansion(self) -> usize {
+        match self {
+            CompressionScheme::Lz4 => 256,
+            CompressionScheme::Zstd => 1 << 15,
+        }
+    }
+
+    /// Checks a Zstd level: libzstd's range (negative levels are its fast modes).
+    pub fn check_zstd_level(level: i32) -> Result<()> {
+        let range = zstd::compression_level_range();
+        if range.contains(&level) {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!(
+                "zstd level {level} is outside {}..={}",
+                range.start(),
+                range.end()
+            )))
+        }
+    }
+}
+
+thread_local! {
+    /// One Zstd compression context per thread, kept between chunks (creating one costs
+    /// more than compressing a 4 KiB chunk), with the level it was set to.
+    static ZSTD_COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+    /// One Zstd decompression context per thread.
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+/// Compresses `src` into `dst` with this thread's Zstd context; returns the bytes written.
+fn zstd_compress(src: &[u8], dst: &mut [u8], level: i32) -> Result<usize> {
+    let fail = |e: std::io::Error| Error::invalid(format!("zstd compression failed: {e}"));
+    ZSTD_COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        match slot.as_mut() {
+            Some((current, compressor)) => {
+                if *current != level {
+                    compressor.set_compression_level(level).map_err(fail)?;
+                    *current = level;
+                }
+            }
+            None => *slot = Some((level, zstd::bulk::Compressor::new(level).map_err(fail)?)),
+        }
+        let (_, compressor) = slot.as_mut().expect("set above");
+        compressor.compress_to_buffer(src, dst).map_err(fail)
+    })
+}
+
+/// Decompresses one Zstd frame that must decode to exactly `dst.len()` bytes.
+fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> Result<()> {
+    let len = dst.len();
+    // The frame header records the decoded size: check it before decoding anything.
+    match zstd::zstd_safe::get_frame_content_size(src) {
+        Ok(Some(size)) if size != len as u64 => {
+            return Err(Error::corrupt(format!(
+                "zstd frame records {size} decoded bytes, expected {len}"
+            )));
+        }
+        Ok(_) => {}
+        Err(_) => {
+            return Err(Error::corrupt(format!(
+                "zstd chunk of {} bytes has no valid frame header",
+                src.len()
+            )))
+        }
+    }
+    ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(
+                zstd::bulk::Decompressor::new()
+                    .map_err(|e| Error::invalid(format!("zstd decompression context: {e}")))?,
+            );
+        }
+        let decompressor = slot.as_mut().expect("set above");
+        let written = decompressor.decompress_to_buffer(src, dst).map_err(|e| {
+            Error::corrupt(format!(
+                "zstd chunk of {} bytes does not decompress to {len} bytes: {e}",
+                src.len()
+            ))
+        })?;
+        if written != len {
+            return Err(Error::corrupt(format!(
+                "zstd chunk decompressed to {written} bytes, expected {len}"
+            )));
+        }
+        Ok(())
+    })
 }
 
 /// Compresses every chunk of an inner compressor.
@@ -50,6 +156,7 @@ impl CompressionScheme {
 pub struct GeneralMiniBlockCompressor {
     inner: Box<dyn MiniBlockCompressor>,
     scheme: CompressionScheme,
+    level: Option<i32>,
 }
 
 impl GeneralMiniBlockCompressor {
@@ -64,7 +171,24 @@ impl GeneralMiniBlockCompressor {
                 "the inner encoding of general compression must be flat or byte_stream_split",
             ));
         }
-        Ok(Self { inner, scheme })
+        Ok(Self {
+            inner,
+            scheme,
+            level: None,
+        })
+    }
+
+    /// Sets the compression level (Zstd only; LZ4 has none), recorded in
+    /// `Compression.level`.
+    pub fn with_level(mut self, level: i32) -> Result<Self> {
+        match self.scheme {
+            CompressionScheme::Zstd => CompressionScheme::check_zstd_level(level)?,
+            CompressionScheme::Lz4 => {
+                return Err(Error::invalid("lz4 has no compression level"));
+            }
+        }
+        self.level = Some(level);
+        Ok(self)
     }
 }
 
@@ -82,7 +206,10 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
             array_encoding: Some(array_encoding::ArrayEncoding::GeneralMiniBlock(Box::new(
                 GeneralMiniBlock {
                     inner: Some(Box::new(self.inner.array_encoding())),
-                    compression: Some(self.scheme.to_proto()),
+                    compression: Some(Compression {
+                        level: self.level,
+                        ..self.scheme.to_proto()
+                    }),
                 },
             ))),
         }
@@ -118,6 +245,15 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
                     return Ok(ChunkStorage::Compressed);
                 }
             }
+            CompressionScheme::Zstd => {
+                out.resize(start + zstd::zstd_safe::compress_bound(scratch.len()), 0);
+                let level = self.level.unwrap_or(DEFAULT_ZSTD_LEVEL);
+                let written = zstd_compress(scratch, &mut out[start..], level)?;
+                if written < scratch.len() {
+                    out.truncate(start + written);
+                    return Ok(ChunkStorage::Compressed);
+                }
+            }
         }
         out.truncate(start);
         out.extend_from_slice(scratch);
@@ -142,6 +278,10 @@ impl GeneralMiniBlockDecompressor {
 impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
     fn value_width(&self) -> usize {
         self.inner.value_width()
+    }
+
+    fn max_expansion(&self) -> usize {
+        self.scheme.max_expansion()
     }
 
     fn decompress_into(
@@ -175,6 +315,7 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
                     )));
                 }
             }
+            CompressionScheme::Zstd => zstd_decompress(chunk, scratch)?,
         }
         self.inner
             .decompress_into(scratch, num_values, ChunkStorage::Raw, out, &mut Vec::new())

@@ -11,8 +11,13 @@
 //! |---|---|---|
 //! | [`flat`] | values as they are | `flat { bits_per_value }` |
 //! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
-//! | [`general`] | LZ4 over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
+//! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
+//!
+//! Values are any fixed width (1 to [`MAX_VALUE_WIDTH`] bytes): floats, integers, dates,
+//! decimals and fixed-size binaries all go through the same code; `bits_per_value` in the
+//! message says the width.
 
+pub mod auto;
 pub mod byte_stream_split;
 pub mod flat;
 pub mod general;
@@ -23,11 +28,12 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding};
 
+pub use auto::{AutoChooser, AutoOptions, Choice, Strategy, DEFAULT_MIN_GAIN};
 pub use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
 pub use flat::{FlatDecompressor, FlatEncoder};
 pub use general::{CompressionScheme, GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
 
-/// Bytes in a full chunk of the base format: 1024 values of 32 bits, 512 of 64 bits.
+/// Bytes in a default chunk: 1024 values of 32 bits, 512 of 64 bits.
 pub const CHUNK_BYTES: usize = 4096;
 
 /// Largest value count a single chunk may declare (`log_num_values` at most 16).
@@ -35,6 +41,33 @@ pub const MAX_CHUNK_VALUES: usize = 1 << MAX_LOG_NUM_VALUES;
 
 /// Largest `log_num_values` a chunk may declare.
 pub const MAX_LOG_NUM_VALUES: u8 = 16;
+
+/// Smallest chunk size, in values, a caller may ask for.
+pub const MIN_CHOSEN_CHUNK_VALUES: usize = 256;
+
+/// Widest value, in bytes, an encoding accepts (a `FixedSizeBinary(65536)`).
+pub const MAX_VALUE_WIDTH: usize = 1 << 16;
+
+/// The default chunk size, in values, for values of `width` bytes: the largest power of
+/// two whose chunk fits [`CHUNK_BYTES`] (1024 for 4-byte values, 512 for 8-byte ones),
+/// at least 2.
+pub fn default_chunk_values(width: usize) -> usize {
+    let fit = (CHUNK_BYTES / width.max(1)).max(2);
+    1 << fit.ilog2()
+}
+
+/// Checks a caller's chunk size: a power of two from 256 to 65536 values.
+pub fn check_chunk_values(chunk_values: usize) -> Result<()> {
+    if chunk_values.is_power_of_two()
+        && (MIN_CHOSEN_CHUNK_VALUES..=MAX_CHUNK_VALUES).contains(&chunk_values)
+    {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "chunk size must be a power of two from {MIN_CHOSEN_CHUNK_VALUES} to {MAX_CHUNK_VALUES} values, got {chunk_values}"
+        )))
+    }
+}
 
 /// How a chunk's value bytes are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -172,6 +205,12 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
     /// Bytes per value.
     fn value_width(&self) -> usize;
 
+    /// How many times its compressed size a compressed chunk can decode to: 1 for
+    /// encodings without compression (which never mark a chunk compressed), the scheme's
+    /// bound otherwise. Chunk tables claiming more are rejected before anything is
+    /// allocated; a wrapper must forward its inner decompressor's bound.
+    fn max_expansion(&self) -> usize;
+
     /// Decodes one chunk of `num_values` values from `chunk` into `out`, which must hold
     /// exactly `num_values * value_width()` bytes. `scratch` is working space the caller
     /// keeps between calls, so decoding many chunks allocates at most once.
@@ -222,15 +261,56 @@ pub(crate) fn check_output(out: &[u8], num_values: usize, width: usize) -> Resul
     Ok(len)
 }
 
-/// Bytes per value for a `bits_per_value` of 32 or 64.
+/// Bytes per value for a `bits_per_value` that is a whole number of bytes, from 8 to
+/// `8 * MAX_VALUE_WIDTH`.
 pub(crate) fn width_from_bits(bits_per_value: u64) -> Result<usize> {
-    match bits_per_value {
-        32 => Ok(4),
-        64 => Ok(8),
-        other => Err(Error::invalid(format!(
-            "bits_per_value must be 32 or 64, got {other}"
-        ))),
+    if bits_per_value % 8 == 0 && (8..=8 * MAX_VALUE_WIDTH as u64).contains(&bits_per_value) {
+        Ok((bits_per_value / 8) as usize)
+    } else {
+        Err(Error::invalid(format!(
+            "bits_per_value must be a multiple of 8 from 8 to {}, got {bits_per_value}",
+            8 * MAX_VALUE_WIDTH
+        )))
     }
+}
+
+/// The value width and chunk size of a fixed-width encoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkShape {
+    pub(crate) width: usize,
+    pub(crate) chunk_values: usize,
+}
+
+impl ChunkShape {
+    /// Values of `bits_per_value` bits in default (4 KiB) chunks.
+    pub(crate) fn from_bits(bits_per_value: u64) -> Result<Self> {
+        let width = width_from_bits(bits_per_value)?;
+        Ok(Self {
+            width,
+            chunk_values: default_chunk_values(width),
+        })
+    }
+
+    /// The same width in chunks of `chunk_values` values.
+    pub(crate) fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
+        check_encoder_chunk(chunk_values, self.width)?;
+        Ok(Self {
+            chunk_values,
+            ..self
+        })
+    }
+}
+
+/// Checks a chunk size an encoder was given for values of `width` bytes: a power of two
+/// from 2 to [`MAX_CHUNK_VALUES`], whose chunks fit the 4 GiB a chunk table entry holds.
+pub(crate) fn check_encoder_chunk(chunk_values: usize, width: usize) -> Result<()> {
+    ChunkPlan::new(0, chunk_values)?;
+    if chunk_values * width > u32::MAX as usize / 2 {
+        return Err(Error::invalid(format!(
+            "chunks of {chunk_values} values of {width} bytes are too large"
+        )));
+    }
+    Ok(())
 }
 
 /// The encodings a page can be written with.
@@ -241,19 +321,25 @@ pub enum Encoding {
     Plain,
     /// Values as they are, each chunk compressed with LZ4.
     Lz4,
+    /// Values as they are, each chunk compressed with Zstd.
+    Zstd,
     /// Chunk-local byte stream split.
     Bss,
     /// Byte stream split, each chunk compressed with LZ4.
     BssLz4,
+    /// Byte stream split, each chunk compressed with Zstd.
+    BssZstd,
 }
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 4] = [
+    pub const ALL: [Encoding; 6] = [
         Encoding::Plain,
         Encoding::Lz4,
+        Encoding::Zstd,
         Encoding::Bss,
         Encoding::BssLz4,
+        Encoding::BssZstd,
     ];
 
     /// The name used on the command line and in reports.
@@ -261,25 +347,77 @@ impl Encoding {
         match self {
             Encoding::Plain => "plain",
             Encoding::Lz4 => "lz4",
+            Encoding::Zstd => "zstd",
             Encoding::Bss => "bss",
             Encoding::BssLz4 => "bss+lz4",
+            Encoding::BssZstd => "bss+zstd",
         }
     }
 
-    /// A compressor for values of `bits_per_value` bits (32 or 64).
+    /// Whether the values are byte-stream split.
+    pub fn splits(self) -> bool {
+        matches!(self, Encoding::Bss | Encoding::BssLz4 | Encoding::BssZstd)
+    }
+
+    /// The general compression scheme applied to each chunk, if any.
+    pub fn scheme(self) -> Option<CompressionScheme> {
+        match self {
+            Encoding::Plain | Encoding::Bss => None,
+            Encoding::Lz4 | Encoding::BssLz4 => Some(CompressionScheme::Lz4),
+            Encoding::Zstd | Encoding::BssZstd => Some(CompressionScheme::Zstd),
+        }
+    }
+
+    /// A compressor for values of `bits_per_value` bits (any whole number of bytes) with
+    /// the default options: 4 KiB chunks, Zstd level 3.
     pub fn compressor(self, bits_per_value: u64) -> Result<Box<dyn MiniBlockCompressor>> {
-        Ok(match self {
-            Encoding::Plain => Box::new(FlatEncoder::try_new(bits_per_value)?),
-            Encoding::Bss => Box::new(ByteStreamSplitEncoder::try_new(bits_per_value)?),
-            Encoding::Lz4 => Box::new(GeneralMiniBlockCompressor::try_new(
-                Box::new(FlatEncoder::try_new(bits_per_value)?),
+        self.compressor_with(width_from_bits(bits_per_value)?, &EncoderOptions::default())
+    }
+
+    /// A compressor for values of `width` bytes with `options`.
+    pub fn compressor_with(
+        self,
+        width: usize,
+        options: &EncoderOptions,
+    ) -> Result<Box<dyn MiniBlockCompressor>> {
+        let bits = width as u64 * 8;
+        width_from_bits(bits)?;
+        let chunk_values = options.chunk_values_for(width)?;
+        let inner: Box<dyn MiniBlockCompressor> = if self.splits() {
+            Box::new(ByteStreamSplitEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
+        } else {
+            Box::new(FlatEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
+        };
+        Ok(match self.scheme() {
+            None => inner,
+            Some(CompressionScheme::Lz4) => Box::new(GeneralMiniBlockCompressor::try_new(
+                inner,
                 CompressionScheme::Lz4,
             )?),
-            Encoding::BssLz4 => Box::new(GeneralMiniBlockCompressor::try_new(
-                Box::new(ByteStreamSplitEncoder::try_new(bits_per_value)?),
-                CompressionScheme::Lz4,
-            )?),
+            Some(CompressionScheme::Zstd) => Box::new(
+                GeneralMiniBlockCompressor::try_new(inner, CompressionScheme::Zstd)?
+                    .with_level(options.zstd_level)?,
+            ),
         })
+    }
+
+    /// The encoding an `ArrayEncoding` message describes, if it is one of ours.
+    pub fn of(encoding: &ArrayEncoding) -> Option<Encoding> {
+        match encoding.array_encoding.as_ref()? {
+            array_encoding::ArrayEncoding::Flat(_) => Some(Encoding::Plain),
+            array_encoding::ArrayEncoding::ByteStreamSplit(_) => Some(Encoding::Bss),
+            array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
+                let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
+                let inner = Encoding::of(general.inner.as_deref()?)?;
+                Some(match (inner, scheme) {
+                    (Encoding::Plain, CompressionScheme::Lz4) => Encoding::Lz4,
+                    (Encoding::Plain, CompressionScheme::Zstd) => Encoding::Zstd,
+                    (Encoding::Bss, CompressionScheme::Lz4) => Encoding::BssLz4,
+                    (Encoding::Bss, CompressionScheme::Zstd) => Encoding::BssZstd,
+                    _ => return None,
+                })
+            }
+        }
     }
 }
 
@@ -297,10 +435,69 @@ impl FromStr for Encoding {
             .into_iter()
             .find(|e| e.name().eq_ignore_ascii_case(s))
             .ok_or_else(|| {
+                let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
                 Error::invalid(format!(
-                    "unknown encoding {s:?}; expected one of plain, lz4, bss, bss+lz4"
+                    "unknown encoding {s:?}; expected one of {}",
+                    names.join(", ")
                 ))
             })
+    }
+}
+
+/// Options every encoder shares: the chunk size and the Zstd level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncoderOptions {
+    chunk_values: Option<usize>,
+    zstd_level: i32,
+}
+
+impl Default for EncoderOptions {
+    fn default() -> Self {
+        Self {
+            chunk_values: None,
+            zstd_level: DEFAULT_ZSTD_LEVEL,
+        }
+    }
+}
+
+/// Zstd level used unless a caller sets one.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+
+impl EncoderOptions {
+    /// Chunks of `chunk_values` values (a power of two from 256 to 65536); `None` means
+    /// [`default_chunk_values`] (4 KiB chunks).
+    pub fn with_chunk_values(mut self, chunk_values: Option<usize>) -> Result<Self> {
+        if let Some(n) = chunk_values {
+            check_chunk_values(n)?;
+        }
+        self.chunk_values = chunk_values;
+        Ok(self)
+    }
+
+    /// Zstd level (1 to 22, or negative for the fast levels).
+    pub fn with_zstd_level(mut self, level: i32) -> Result<Self> {
+        CompressionScheme::check_zstd_level(level)?;
+        self.zstd_level = level;
+        Ok(self)
+    }
+
+    /// The chunk size asked for, if any.
+    pub fn chunk_values(&self) -> Option<usize> {
+        self.chunk_values
+    }
+
+    /// The Zstd level.
+    pub fn zstd_level(&self) -> i32 {
+        self.zstd_level
+    }
+
+    /// The chunk size, in values, for values of `width` bytes.
+    pub fn chunk_values_for(&self, width: usize) -> Result<usize> {
+        let n = self
+            .chunk_values
+            .unwrap_or_else(|| default_chunk_values(width));
+        check_encoder_chunk(n, width)?;
+        Ok(n)
     }
 }
 
@@ -342,7 +539,8 @@ fn decompressor_at_depth(
     let bits = |bits_per_value: u64, what: &str| {
         width_from_bits(bits_per_value).map_err(|_| {
             Error::unsupported(format!(
-                "{what} with bits_per_value {bits_per_value} (only 32 and 64 are supported)"
+                "{what} with bits_per_value {bits_per_value} (a multiple of 8 from 8 to {} is supported)",
+                8 * MAX_VALUE_WIDTH
             ))
         })
     };

@@ -1,4 +1,5 @@
-//! Column files: pages of one or more float columns, streamed to any writer, with a
+//! Column files: pages of one or more fixed-width columns (floats, integers, temporal,
+//! decimals, fixed-size binaries), streamed to any writer, with a
 //! protobuf footer that lets a reader fetch only the pages and chunks a row range needs.
 //!
 //! # Layout
@@ -8,7 +9,8 @@
 //! page data, page after page                   each page: its chunks back to back
 //! Footer (protobuf, protos/file.proto)         schema, row count, per page: offset,
 //!                                              length, value count, ArrayEncoding,
-//!                                              chunk table, CRC32C of the page data
+//!                                              chunk table (and its entry size),
+//!                                              CRC32C of the page data
 //! u32 LE footer length
 //! u32 LE CRC32C of the footer bytes
 //! "MBLK"
@@ -17,7 +19,8 @@
 //! The reader checks both magics, the footer's CRC, every offset and count in the footer
 //! against the file size, and each page's CRC when it reads the whole page (a range read
 //! that fetches only some chunks cannot check the page CRC; it still validates every
-//! chunk it decodes).
+//! chunk it decodes). Each page carries its own `ArrayEncoding`: with the default `auto`
+//! strategy, pages of one column may use different encodings.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -38,9 +41,10 @@
 //! ```
 
 mod reader;
+mod types;
 mod writer;
 
-pub use reader::FileReader;
+pub use reader::{page_layout, FileReader};
 pub use writer::{FileWriter, WriteOptions};
 
 /// Magic bytes at both ends of a file.

@@ -9,10 +9,11 @@ use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use prost::Message;
 
+use super::types::column_type;
 use super::{FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
 use crate::encodings::{checked_len, decompressor_for};
 use crate::error::{Error, Result};
-use crate::page::{build_array, value_width, PageDecoder, PageLayout};
+use crate::page::{build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout};
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as pb;
 
@@ -163,8 +164,7 @@ impl<R: Read + Seek> FileReader<R> {
         let mut plans = Vec::new();
         for index in first..end.max(first) {
             let page = &self.footer.columns[column].pages[index];
-            let layout = PageLayout::parse(page.num_values, &page.chunk_table, width)
-                .map_err(|e| in_page(e, &field, index))?;
+            let layout = page_layout(page, width).map_err(|e| in_page(e, &field, index))?;
             if layout.data_len() as u64 != page.length {
                 return Err(in_page(
                     Error::corrupt(format!(
@@ -243,8 +243,9 @@ impl<R: Read + Seek> FileReader<R> {
         buffer.resize(bytes.len(), 0);
         read_exact_at(&mut self.source, page.offset + bytes.start as u64, buffer)?;
         let (first_row, num_values, table) = layout.sub_page(chunks);
-        let decoder = PageDecoder::from_parts(encoding, num_values, &table, buffer)?
-            .with_data_type(data_type)?;
+        let decoder =
+            PageDecoder::from_parts(encoding, num_values, &table, layout.format(), buffer)?
+                .with_data_type(data_type)?;
         decoder.decode_into(
             local.start - first_row..local.end - first_row,
             out,
@@ -264,22 +265,7 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
     let mut fields = Vec::with_capacity(footer.columns.len());
     let mut page_starts = Vec::with_capacity(footer.columns.len());
     for (c, column) in footer.columns.iter().enumerate() {
-        let data_type = match pb::ValueType::try_from(column.value_type) {
-            Ok(pb::ValueType::Float32) => DataType::Float32,
-            Ok(pb::ValueType::Float64) => DataType::Float64,
-            Ok(pb::ValueType::Unspecified) => {
-                return Err(Error::corrupt(format!(
-                    "column {c} ({:?}) has no value type",
-                    column.name
-                )));
-            }
-            Err(_) => {
-                return Err(Error::unsupported(format!(
-                    "column {c} ({:?}) has value type {}",
-                    column.name, column.value_type
-                )));
-            }
-        };
+        let data_type = column_type(c, column)?;
         let mut starts = Vec::with_capacity(column.pages.len() + 1);
         let mut row = 0u64;
         for (p, page) in column.pages.iter().enumerate() {
@@ -322,6 +308,29 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
         }
     }
     Ok((Arc::new(schema), page_starts))
+}
+
+/// A footer page's validated chunk table, checked against its encoding (whose width must
+/// be the column's, `width` bytes).
+pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
+    let encoding = page
+        .encoding
+        .as_ref()
+        .ok_or_else(|| Error::corrupt("page has no encoding"))?;
+    let decompressor = decompressor_for(encoding)?;
+    if decompressor.value_width() != width {
+        return Err(Error::corrupt(format!(
+            "page encodes {}-byte values, the column has {width}-byte values",
+            decompressor.value_width()
+        )));
+    }
+    let format = ChunkTableFormat::from_entry_bytes(page.chunk_entry_bytes)?;
+    PageLayout::parse(
+        page.num_values,
+        &page.chunk_table,
+        format,
+        decompressor.as_ref(),
+    )
 }
 
 fn in_page(e: Error, field: &Field, page: usize) -> Error {

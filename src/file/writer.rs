@@ -9,20 +9,23 @@ use prost::Message;
 
 use rayon::prelude::*;
 
+use super::types::set_column_type;
 use super::{DEFAULT_PAGE_BYTES, FORMAT_VERSION, MAGIC};
-use crate::encodings::Encoding;
+use crate::encodings::{EncoderOptions, Strategy};
 use crate::error::{Error, Result};
-use crate::page::{value_width, EncodedPage, PageEncoder};
+use crate::page::{value_width, ChunkTableFormat, EncodedPage, PageEncoder};
 
 /// Pages that are encoded together (in parallel when allowed) before being written.
 const FLUSH_PAGES: usize = 16;
 use crate::proto::file as pb;
 
 /// How a file is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct WriteOptions {
-    /// Encoding of every page.
-    pub encoding: Encoding,
+    /// How each page's encoding is chosen: `auto` (the default) or a fixed encoding.
+    pub strategy: Strategy,
+    /// Chunk size and Zstd level.
+    pub encoder: EncoderOptions,
     /// Values per page; `None` for about 1 MiB of values (262,144 f32 or 131,072 f64).
     pub page_values: Option<usize>,
     /// Encode pages on all cores (rayon). The bytes written are the same either way.
@@ -32,10 +35,20 @@ pub struct WriteOptions {
 impl Default for WriteOptions {
     fn default() -> Self {
         Self {
-            encoding: Encoding::BssLz4,
+            strategy: Strategy::default(),
+            encoder: EncoderOptions::default(),
             page_values: None,
             parallel: true,
         }
+    }
+}
+
+impl WriteOptions {
+    /// These options with `strategy` (an [`Encoding`](crate::Encoding) or `auto`).
+    #[must_use]
+    pub fn with_strategy(mut self, strategy: impl Into<Strategy>) -> Self {
+        self.strategy = strategy.into();
+        self
     }
 }
 
@@ -43,6 +56,8 @@ impl Default for WriteOptions {
 /// and the pages written so far.
 #[derive(Debug)]
 struct ColumnWriter {
+    /// The footer's column message, pages not yet filled in.
+    described: pb::Column,
     name: String,
     data_type: DataType,
     nullable: bool,
@@ -65,30 +80,30 @@ pub struct FileWriter<W: Write> {
 }
 
 impl<W: Write> FileWriter<W> {
-    /// Starts a file for `schema`, whose fields must all be Float32 or Float64.
+    /// Starts a file for `schema`, whose fields must all be fixed-width types.
     pub fn try_new(mut sink: W, schema: &Schema, options: WriteOptions) -> Result<Self> {
         if schema.fields().is_empty() {
             return Err(Error::invalid("a file needs at least one column"));
         }
         let mut columns = Vec::with_capacity(schema.fields().len());
         for field in schema.fields() {
-            let width = value_width(field.data_type()).map_err(|_| {
-                Error::invalid(format!(
-                    "column {:?} has type {}; miniblock files hold Float32 and Float64 columns",
-                    field.name(),
-                    field.data_type()
-                ))
-            })?;
+            let mut described = pb::Column {
+                name: field.name().clone(),
+                ..pb::Column::default()
+            };
+            set_column_type(&mut described, field.data_type())?;
+            let width = value_width(field.data_type())?;
             let page_values = options.page_values.unwrap_or(DEFAULT_PAGE_BYTES / width);
             if page_values == 0 {
                 return Err(Error::invalid("page_values must be at least 1"));
             }
             columns.push(ColumnWriter {
+                described,
                 name: field.name().clone(),
                 data_type: field.data_type().clone(),
                 nullable: field.is_nullable(),
                 page_values,
-                encoder: PageEncoder::new(options.encoding.compressor(width as u64 * 8)?),
+                encoder: PageEncoder::for_strategy(options.strategy, width, &options.encoder)?,
                 pending: VecDeque::new(),
                 pending_rows: 0,
                 pages: Vec::new(),
@@ -127,10 +142,9 @@ impl<W: Write> FileWriter<W> {
                 .columns
                 .iter_mut()
                 .map(|c| pb::Column {
-                    name: c.name.clone(),
-                    value_type: value_type(&c.data_type) as i32,
                     nullable: c.nullable,
                     pages: std::mem::take(&mut c.pages),
+                    ..c.described.clone()
                 })
                 .collect(),
         };
@@ -236,6 +250,10 @@ impl<W: Write> FileWriter<W> {
                         encoding: Some(page.encoding.clone()),
                         chunk_table: page.chunk_table(),
                         crc32c,
+                        chunk_entry_bytes: match page.table_format() {
+                            ChunkTableFormat::Narrow => 0,
+                            format @ ChunkTableFormat::Wide => format.entry_bytes() as u32,
+                        },
                     });
                     self.offset += length;
                 }
@@ -298,13 +316,6 @@ impl ColumnWriter {
             .map_err(|e| Error::invalid(format!("joining batches: {e}")))
     }
 }
-fn value_type(data_type: &DataType) -> pb::ValueType {
-    match data_type {
-        DataType::Float32 => pb::ValueType::Float32,
-        _ => pb::ValueType::Float64,
-    }
-}
-
 fn io_error(source: std::io::Error, context: &str) -> Error {
     Error::Io {
         context: context.to_owned(),

@@ -1,14 +1,14 @@
 //! [`EncodedPage`](super::EncodedPage) bytes -> Arrow arrays, whole or in part.
 
 use std::ops::Range;
-use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array};
-use arrow_buffer::{BooleanBufferBuilder, MutableBuffer, NullBuffer, ScalarBuffer};
+use arrow_array::{make_array, ArrayRef};
+use arrow_buffer::{BooleanBufferBuilder, MutableBuffer, NullBuffer};
+use arrow_data::ArrayData;
 use arrow_schema::DataType;
 
 use super::layout::{ChunkLocation, PageLayout};
-use super::{value_width, CHUNK_ENTRY_BYTES};
+use super::{value_width, ChunkTableFormat, WIDE_HEADER_BIT};
 use crate::encodings::{checked_len, decompressor_for, MiniBlockDecompressor};
 use crate::error::{Error, Result};
 use crate::proto::encodings::ArrayEncoding;
@@ -31,17 +31,23 @@ pub struct PageDecoder<'a> {
 
 impl<'a> PageDecoder<'a> {
     /// A decoder over a page serialized by [`EncodedPage::to_bytes`](super::EncodedPage::to_bytes)
-    /// (`u32 chunk count | chunk table | data`).
+    /// (`u32 header | chunk table | data`).
     pub fn try_new(encoding: &ArrayEncoding, num_values: u64, page: &'a [u8]) -> Result<Self> {
-        let count_bytes: [u8; 4] =
-            page.get(..4)
-                .and_then(|b| b.try_into().ok())
-                .ok_or_else(|| {
-                    Error::truncated(format!("page of {} bytes has no chunk count", page.len()))
-                })?;
-        let num_chunks = u32::from_le_bytes(count_bytes) as usize;
+        let header: [u8; 4] = page
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| {
+                Error::truncated(format!("page of {} bytes has no chunk count", page.len()))
+            })?;
+        let header = u32::from_le_bytes(header);
+        let format = if header & WIDE_HEADER_BIT != 0 {
+            ChunkTableFormat::Wide
+        } else {
+            ChunkTableFormat::Narrow
+        };
+        let num_chunks = (header & !WIDE_HEADER_BIT) as usize;
         let table_len = num_chunks
-            .checked_mul(CHUNK_ENTRY_BYTES)
+            .checked_mul(format.entry_bytes())
             .ok_or_else(|| Error::corrupt(format!("chunk count {num_chunks} overflows")))?;
         let table = page.get(4..4 + table_len).ok_or_else(|| {
             Error::truncated(format!(
@@ -49,17 +55,25 @@ impl<'a> PageDecoder<'a> {
                 page.len()
             ))
         })?;
-        Self::from_parts(encoding, num_values, table, &page[4 + table_len..])
+        Self::from_parts(encoding, num_values, table, format, &page[4 + table_len..])
     }
 
-    /// A decoder over a page given as its chunk table and its data buffer.
+    /// A decoder over a page given as its chunk table (entries of `format`) and its data
+    /// buffer.
     pub fn from_parts(
         encoding: &ArrayEncoding,
         num_values: u64,
         chunk_table: &[u8],
+        format: ChunkTableFormat,
         data: &'a [u8],
     ) -> Result<Self> {
-        Self::with_decompressor(decompressor_for(encoding)?, num_values, chunk_table, data)
+        Self::with_decompressor(
+            decompressor_for(encoding)?,
+            num_values,
+            chunk_table,
+            format,
+            data,
+        )
     }
 
     /// Like [`from_parts`](Self::from_parts) with a decompressor of the caller's choice.
@@ -67,14 +81,16 @@ impl<'a> PageDecoder<'a> {
         decompressor: Box<dyn MiniBlockDecompressor>,
         num_values: u64,
         chunk_table: &[u8],
+        format: ChunkTableFormat,
         data: &'a [u8],
     ) -> Result<Self> {
-        let width = decompressor.value_width();
-        let layout = PageLayout::parse(num_values, chunk_table, width)?;
+        let layout = PageLayout::parse(num_values, chunk_table, format, decompressor.as_ref())?;
         Self::with_layout(decompressor, layout, data)
     }
 
-    /// A decoder over an already validated layout and the data it describes.
+    /// A decoder over an already validated layout and the data it describes. Until
+    /// [`with_data_type`](Self::with_data_type) says otherwise, arrays come out as the
+    /// natural type of the width: Float16/32/64, or `FixedSizeBinary(width)`.
     pub fn with_layout(
         decompressor: Box<dyn MiniBlockDecompressor>,
         layout: PageLayout,
@@ -82,9 +98,13 @@ impl<'a> PageDecoder<'a> {
     ) -> Result<Self> {
         let width = decompressor.value_width();
         let data_type = match width {
+            2 => DataType::Float16,
             4 => DataType::Float32,
             8 => DataType::Float64,
-            other => return Err(Error::unsupported(format!("values of {other} bytes"))),
+            other => DataType::FixedSizeBinary(
+                i32::try_from(other)
+                    .map_err(|_| Error::unsupported(format!("values of {other} bytes")))?,
+            ),
         };
         if layout.data_len() > data.len() {
             return Err(Error::truncated(format!(
@@ -237,8 +257,8 @@ impl<'a> PageDecoder<'a> {
     }
 }
 
-/// Builds a float array of `len` values from decoded bytes and optional validity; an
-/// all-valid validity is dropped.
+/// Builds an array of `data_type` holding `len` values from their decoded bytes and
+/// optional validity; an all-valid validity is dropped.
 pub(crate) fn build_array(
     data_type: &DataType,
     values: MutableBuffer,
@@ -248,12 +268,20 @@ pub(crate) fn build_array(
     let nulls = validity
         .map(|mut v| NullBuffer::new(v.finish()))
         .filter(|n| n.null_count() > 0);
-    let values = values.into();
-    Ok(match data_type {
-        DataType::Float32 => Arc::new(Float32Array::new(ScalarBuffer::new(values, 0, len), nulls)),
-        DataType::Float64 => Arc::new(Float64Array::new(ScalarBuffer::new(values, 0, len), nulls)),
-        other => return Err(Error::unsupported(format!("decoding to {other}"))),
-    })
+    let width = value_width(data_type)?;
+    if values.len() != checked_len(len, width)? {
+        return Err(Error::invalid(format!(
+            "{} bytes do not hold {len} values of {data_type}",
+            values.len()
+        )));
+    }
+    let data = ArrayData::builder(data_type.clone())
+        .len(len)
+        .add_buffer(values.into())
+        .nulls(nulls)
+        .build()
+        .map_err(|e| Error::invalid(format!("building a {data_type} array: {e}")))?;
+    Ok(make_array(data))
 }
 
 fn in_chunk(e: Error, index: usize) -> Error {

@@ -4,16 +4,24 @@ use arrow_array::Array;
 use arrow_buffer::NullBuffer;
 
 use super::{value_width, ChunkMeta, EncodedPage};
-use crate::encodings::{ChunkPlan, Encoding, MiniBlockCompressor};
+use crate::encodings::auto::TrialChunk;
+use crate::encodings::{AutoChooser, ChunkPlan, EncoderOptions, MiniBlockCompressor, Strategy};
 use crate::error::{Error, Result};
 
-/// Encodes pages with one compressor.
+/// Encodes pages: with one compressor, or with the one `auto` picks for each page.
 #[derive(Debug)]
 pub struct PageEncoder {
-    compressor: Box<dyn MiniBlockCompressor>,
+    mode: Mode,
 }
 
-/// Encodes `array` (Float32 or Float64, nullable or not) with `encoding`.
+#[derive(Debug)]
+enum Mode {
+    Fixed(Box<dyn MiniBlockCompressor>),
+    Auto(AutoChooser),
+}
+
+/// Encodes `array` (any fixed-width type, nullable or not) with `encoding` and the default
+/// options.
 ///
 /// ```
 /// use arrow_array::Float32Array;
@@ -23,30 +31,50 @@ pub struct PageEncoder {
 /// assert_eq!(page.data[8..], [0x80, 0x00, 0x40, 0x80, 0x3F, 0x40, 0x40, 0x40]);
 /// # Ok::<(), miniblock::Error>(())
 /// ```
-pub fn encode_page(array: &dyn Array, encoding: Encoding) -> Result<EncodedPage> {
+pub fn encode_page(array: &dyn Array, encoding: impl Into<Strategy>) -> Result<EncodedPage> {
     let width = value_width(array.data_type())?;
-    PageEncoder::new(encoding.compressor(width as u64 * 8)?).encode(array)
+    PageEncoder::for_strategy(encoding.into(), width, &EncoderOptions::default())?.encode(array)
 }
 
 impl PageEncoder {
     /// An encoder using `compressor` for the values of every chunk.
     pub fn new(compressor: Box<dyn MiniBlockCompressor>) -> Self {
-        Self { compressor }
+        Self {
+            mode: Mode::Fixed(compressor),
+        }
     }
 
-    /// The compressor this encoder uses.
-    pub fn compressor(&self) -> &dyn MiniBlockCompressor {
-        self.compressor.as_ref()
+    /// An encoder for values of `width` bytes following `strategy`, its compressors built
+    /// with `options`.
+    pub fn for_strategy(
+        strategy: Strategy,
+        width: usize,
+        options: &EncoderOptions,
+    ) -> Result<Self> {
+        Ok(Self {
+            mode: match strategy {
+                Strategy::Fixed(encoding) => Mode::Fixed(encoding.compressor_with(width, options)?),
+                Strategy::Auto(auto) => Mode::Auto(AutoChooser::new(width, options, &auto)?),
+            },
+        })
     }
 
-    /// Encodes one page. The array's values must have the compressor's width.
+    /// Bytes per value.
+    pub fn value_width(&self) -> usize {
+        match &self.mode {
+            Mode::Fixed(c) => c.value_width(),
+            Mode::Auto(a) => a.value_width(),
+        }
+    }
+
+    /// Encodes one page. The array's values must have the encoder's width.
     pub fn encode(&self, array: &dyn Array) -> Result<EncodedPage> {
         let width = value_width(array.data_type())?;
-        if width != self.compressor.value_width() {
+        if width != self.value_width() {
             return Err(Error::invalid(format!(
                 "a {} array has {width}-byte values but the encoder expects {}-byte values",
                 array.data_type(),
-                self.compressor.value_width()
+                self.value_width()
             )));
         }
         let data = array.to_data();
@@ -61,9 +89,24 @@ impl PageEncoder {
         self.encode_values(values, array.nulls())
     }
 
+    /// The compressor this encoder uses for a page of `values` (the fixed one, or `auto`'s
+    /// pick) and the chunks a trial already encoded with it.
+    fn pick(&self, values: &[u8]) -> Result<(&dyn MiniBlockCompressor, Vec<TrialChunk>)> {
+        match &self.mode {
+            Mode::Fixed(c) => Ok((c.as_ref(), Vec::new())),
+            Mode::Auto(auto) => {
+                let choice = auto.choose(values)?;
+                let compressor = auto
+                    .compressor(choice.encoding)
+                    .ok_or_else(|| Error::invalid("auto picked an encoding it does not have"))?;
+                Ok((compressor, choice.encoded_chunks))
+            }
+        }
+    }
+
     /// Encodes one page given its values (little-endian, back to back) and validity.
     pub fn encode_values(&self, values: &[u8], nulls: Option<&NullBuffer>) -> Result<EncodedPage> {
-        let width = self.compressor.value_width();
+        let width = self.value_width();
         if values.len() % width != 0 {
             return Err(Error::invalid(format!(
                 "{} bytes is not a whole number of {width}-byte values",
@@ -79,15 +122,19 @@ impl PageEncoder {
                 )));
             }
         }
-        let plan = ChunkPlan::new(num_values, self.compressor.chunk_values())?;
+        let (compressor, encoded_chunks) = self.pick(values)?;
+        let mut encoded_chunks = encoded_chunks.into_iter().peekable();
+        let plan = ChunkPlan::new(num_values, compressor.chunk_values())?;
         // One allocation: the values, every chunk's validity when there are nulls, and the
         // slack a compressor needs to try one chunk (LZ4's worst case for 4 KiB is +429).
         let validity_bytes = if nulls.is_some_and(|n| n.null_count() > 0) {
-            plan.num_chunks() * self.compressor.chunk_values().div_ceil(8)
+            plan.num_chunks() * compressor.chunk_values().div_ceil(8)
         } else {
             0
         };
-        let mut data = Vec::with_capacity(values.len() + validity_bytes + 1024);
+        // (Zstd's bound for a 4 KiB chunk is +77 bytes.)
+        let slack = 1024 + compressor.chunk_values() * width / 128;
+        let mut data = Vec::with_capacity(values.len() + validity_bytes + slack);
         let mut chunks = Vec::with_capacity(plan.num_chunks());
         let mut masked = Vec::new();
         let mut scratch = Vec::new();
@@ -109,13 +156,18 @@ impl PageEncoder {
                 }
                 chunk_values = &masked;
             }
-            let storage = self
-                .compressor
-                .compress_chunk(chunk_values, &mut data, &mut scratch)?;
+            let storage = match encoded_chunks.next_if(|c| c.index == index) {
+                // Encoded by auto's trial from the same bytes (no nulls to mask).
+                Some(done) if chunk_nulls.is_none() => {
+                    data.extend_from_slice(&done.bytes);
+                    done.storage
+                }
+                _ => compressor.compress_chunk(chunk_values, &mut data, &mut scratch)?,
+            };
             let size = data.len() - start;
-            let num_bytes = u16::try_from(size).map_err(|_| {
+            let num_bytes = u32::try_from(size).map_err(|_| {
                 Error::unsupported(format!(
-                    "chunk {index} takes {size} bytes, more than the u16 chunk size field holds"
+                    "chunk {index} takes {size} bytes, more than a chunk table entry holds"
                 ))
             })?;
             chunks.push(ChunkMeta {
@@ -126,7 +178,7 @@ impl PageEncoder {
             });
         }
         Ok(EncodedPage {
-            encoding: self.compressor.array_encoding(),
+            encoding: compressor.array_encoding(),
             num_values: num_values as u64,
             chunks,
             data,

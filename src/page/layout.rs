@@ -2,8 +2,8 @@
 
 use std::ops::Range;
 
-use super::{ChunkMeta, CHUNK_ENTRY_BYTES};
-use crate::encodings::{ChunkStorage, MAX_CHUNK_VALUES, MAX_LOG_NUM_VALUES};
+use super::{ChunkMeta, ChunkTableFormat};
+use crate::encodings::{ChunkStorage, MiniBlockDecompressor, MAX_CHUNK_VALUES, MAX_LOG_NUM_VALUES};
 use crate::error::{Error, Result};
 
 /// Where a chunk is and what it holds, validated against the page.
@@ -33,21 +33,38 @@ pub struct PageLayout {
     chunks: Vec<ChunkLocation>,
     num_values: usize,
     data_len: usize,
+    format: ChunkTableFormat,
 }
 
 impl PageLayout {
-    /// Parses and validates a chunk table for a page of `num_values` values of `width`
-    /// bytes.
-    pub fn parse(num_values: u64, table: &[u8], width: usize) -> Result<Self> {
+    /// Parses and validates a chunk table of `format` for a page of `num_values` values
+    /// that `decompressor` decodes (its value width and its largest expansion bound what
+    /// each chunk may claim).
+    pub fn parse(
+        num_values: u64,
+        table: &[u8],
+        format: ChunkTableFormat,
+        decompressor: &dyn MiniBlockDecompressor,
+    ) -> Result<Self> {
         let num_values = usize::try_from(num_values)
             .map_err(|_| Error::corrupt(format!("page value count {num_values} overflows")))?;
-        let chunks = locate_chunks(num_values, table, width)?;
+        let limits = Limits {
+            width: decompressor.value_width(),
+            max_expansion: decompressor.max_expansion().max(1),
+        };
+        let chunks = locate_chunks(num_values, table, format, limits)?;
         let data_len = chunks.last().map_or(0, |c| c.offset + c.num_bytes);
         Ok(Self {
             chunks,
             num_values,
             data_len,
+            format,
         })
+    }
+
+    /// The chunk table's entry format.
+    pub fn format(&self) -> ChunkTableFormat {
+        self.format
     }
 
     /// Values (rows) in the page.
@@ -110,13 +127,14 @@ impl PageLayout {
         let span = self.chunks.get(chunks).unwrap_or(&[]);
         let first_row = span.first().map_or(0, |c| c.first_row);
         let num_values: usize = span.iter().map(|c| c.num_values).sum();
-        let mut table = Vec::with_capacity(span.len() * CHUNK_ENTRY_BYTES);
+        let mut table = Vec::with_capacity(span.len() * self.format.entry_bytes());
         for (i, chunk) in span.iter().enumerate() {
             let mut meta = chunk.meta;
             if i + 1 == span.len() {
                 meta.log_num_values = 0;
             }
-            table.extend_from_slice(&meta.to_bytes());
+            meta.write(self.format, &mut table)
+                .expect("entries read in this format fit it");
         }
         (first_row, num_values as u64, table)
     }
@@ -131,15 +149,32 @@ impl PageLayout {
     }
 }
 
+/// What a page's decoder allows a chunk to claim.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    width: usize,
+    max_expansion: usize,
+}
+
 /// Validates a chunk table against the page's value count and value width.
-fn locate_chunks(num_values: usize, table: &[u8], width: usize) -> Result<Vec<ChunkLocation>> {
-    if table.len() % CHUNK_ENTRY_BYTES != 0 {
+fn locate_chunks(
+    num_values: usize,
+    table: &[u8],
+    format: ChunkTableFormat,
+    limits: Limits,
+) -> Result<Vec<ChunkLocation>> {
+    let Limits {
+        width,
+        max_expansion,
+    } = limits;
+    let entry_bytes = format.entry_bytes();
+    if table.len() % entry_bytes != 0 {
         return Err(Error::corrupt(format!(
-            "chunk table of {} bytes is not a whole number of {CHUNK_ENTRY_BYTES}-byte entries",
+            "chunk table of {} bytes is not a whole number of {entry_bytes}-byte entries",
             table.len()
         )));
     }
-    let num_chunks = table.len() / CHUNK_ENTRY_BYTES;
+    let num_chunks = table.len() / entry_bytes;
     if (num_values == 0) != (num_chunks == 0) {
         return Err(Error::corrupt(format!(
             "page of {num_values} values has {num_chunks} chunks"
@@ -148,8 +183,8 @@ fn locate_chunks(num_values: usize, table: &[u8], width: usize) -> Result<Vec<Ch
     let mut chunks = Vec::with_capacity(num_chunks);
     let mut row = 0usize;
     let mut offset = 0usize;
-    for (index, entry) in table.chunks_exact(CHUNK_ENTRY_BYTES).enumerate() {
-        let meta = ChunkMeta::from_bytes([entry[0], entry[1], entry[2], entry[3]], index)?;
+    for (index, entry) in table.chunks_exact(entry_bytes).enumerate() {
+        let meta = ChunkMeta::read(entry, format, index)?;
         let last = index + 1 == num_chunks;
         let count = if last {
             if meta.log_num_values != 0 {
@@ -181,7 +216,7 @@ fn locate_chunks(num_values: usize, table: &[u8], width: usize) -> Result<Vec<Ch
             }
             count
         };
-        let num_bytes = usize::from(meta.num_bytes);
+        let num_bytes = meta.num_bytes as usize;
         let bitmap = if meta.has_validity {
             count.div_ceil(8)
         } else {
@@ -192,11 +227,19 @@ fn locate_chunks(num_values: usize, table: &[u8], width: usize) -> Result<Vec<Ch
                 "chunk {index} of {num_bytes} bytes cannot hold its {bitmap}-byte validity"
             ))
         })?;
+        if meta.storage == ChunkStorage::Compressed && max_expansion <= 1 {
+            return Err(Error::corrupt(format!(
+                "chunk {index} is marked compressed but the page's encoding has no compression"
+            )));
+        }
         let decoded = count * width;
         let plausible = match meta.storage {
             ChunkStorage::Raw => value_bytes == decoded,
-            // LZ4 expands at most ~255x; anything beyond is a lie about the count.
-            ChunkStorage::Compressed => value_bytes > 0 && decoded <= value_bytes * 256 + 64,
+            // A scheme expands by at most its own bound (LZ4 ~255x); beyond is a lie.
+            ChunkStorage::Compressed => {
+                value_bytes > 0
+                    && decoded <= value_bytes.saturating_mul(max_expansion).saturating_add(64)
+            }
         };
         if !plausible {
             return Err(Error::corrupt(format!(

@@ -3,11 +3,13 @@
 //!
 //! # Layout
 //!
-//! A page is encoded as its chunks back to back in one data buffer and one 4-byte chunk
-//! table entry per chunk:
+//! A page is encoded as its chunks back to back in one data buffer and one chunk table
+//! entry per chunk. Entries are 4 bytes ([`ChunkTableFormat::Narrow`]) while every chunk
+//! fits 65535 bytes, the case with the default 4 KiB chunks; a page with a larger chunk
+//! uses 8-byte entries ([`ChunkTableFormat::Wide`]) throughout:
 //!
 //! ```text
-//! chunk table entry (4 bytes, little-endian)
+//! narrow chunk table entry (4 bytes, little-endian)
 //!   byte 0..2  num_bytes       u16: the chunk's size in the data buffer
 //!   byte 2     log_num_values  u8:  log2 of the chunk's value count (1..=16);
 //!                                   0 on the last chunk, whose count is the page total
@@ -16,6 +18,12 @@
 //!                              bit 1: the chunk's value bytes are compressed
 //!                              bits 2..8: zero
 //!
+//! wide chunk table entry (8 bytes, little-endian)
+//!   byte 0..4  num_bytes       u32
+//!   byte 4     log_num_values  u8, as above
+//!   byte 5     flags           u8, as above
+//!   byte 6..8  zero
+//!
 //! chunk c in the data buffer, at the sum of the sizes of chunks 0..c
 //!   [validity: ceil(n/8) bytes, bit i (LSB first) = row i is valid]   only if flag bit 0
 //!   [value bytes: what the page's ArrayEncoding wrote for n values]
@@ -23,8 +31,10 @@
 //!
 //! A chunk of a page without nulls carries no validity bytes; values under nulls are
 //! written as zero. An empty page has no chunks. Standalone, a page is serialized by
-//! [`EncodedPage::to_bytes`] as `u32 chunk count | chunk table | data`; the
-//! [`ArrayEncoding`] travels beside it (in a column file, in the footer).
+//! [`EncodedPage::to_bytes`] as `u32 header | chunk table | data`, the header holding the
+//! chunk count in its low 31 bits and, in bit 31, whether the entries are wide; the
+//! [`ArrayEncoding`] travels beside it (in a column file, in the footer, where
+//! `Page.chunk_entry_bytes`, field 100, records the entry size).
 //!
 //! Worked example: f32 `[1.0, 2.0, 3.0, 4.0]` with BSS is one chunk of 16 bytes,
 //! table entry `10 00 00 00` (16 bytes, last chunk, no flags) and data
@@ -41,21 +51,68 @@ pub use layout::PageLayout;
 
 use arrow_schema::DataType;
 
-use crate::encodings::ChunkStorage;
+use crate::encodings::{ChunkStorage, Encoding, MAX_VALUE_WIDTH};
 use crate::error::{Error, Result};
 use crate::proto::encodings::ArrayEncoding;
 
-/// Size of one chunk table entry.
+/// Size of one narrow chunk table entry.
 pub const CHUNK_ENTRY_BYTES: usize = 4;
+
+/// Size of one wide chunk table entry.
+pub const WIDE_CHUNK_ENTRY_BYTES: usize = 8;
+
+/// Bit 31 of a standalone page's header: the chunk table has wide entries.
+pub(crate) const WIDE_HEADER_BIT: u32 = 1 << 31;
 
 const FLAG_VALIDITY: u8 = 1;
 const FLAG_COMPRESSED: u8 = 2;
+
+/// The size of a page's chunk table entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ChunkTableFormat {
+    /// 4-byte entries with a u16 chunk size: every chunk is under 64 KiB.
+    #[default]
+    Narrow,
+    /// 8-byte entries with a u32 chunk size.
+    Wide,
+}
+
+impl ChunkTableFormat {
+    /// Bytes per entry.
+    pub fn entry_bytes(self) -> usize {
+        match self {
+            ChunkTableFormat::Narrow => CHUNK_ENTRY_BYTES,
+            ChunkTableFormat::Wide => WIDE_CHUNK_ENTRY_BYTES,
+        }
+    }
+
+    /// The format whose entries are `entry_bytes` long (0 meaning the narrow default, as a
+    /// footer written before wide entries existed records it).
+    pub fn from_entry_bytes(entry_bytes: u32) -> Result<Self> {
+        match entry_bytes {
+            0 | 4 => Ok(ChunkTableFormat::Narrow),
+            8 => Ok(ChunkTableFormat::Wide),
+            other => Err(Error::corrupt(format!(
+                "chunk table entries of {other} bytes (expected 4 or 8)"
+            ))),
+        }
+    }
+
+    /// The narrowest format that holds chunks of up to `max_chunk_bytes` bytes.
+    pub fn for_max_chunk(max_chunk_bytes: u32) -> Self {
+        if max_chunk_bytes > u32::from(u16::MAX) {
+            ChunkTableFormat::Wide
+        } else {
+            ChunkTableFormat::Narrow
+        }
+    }
+}
 
 /// One chunk table entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkMeta {
     /// Bytes of the chunk in the page's data buffer (validity included).
-    pub num_bytes: u16,
+    pub num_bytes: u32,
     /// log2 of the value count; 0 for the last chunk.
     pub log_num_values: u8,
     /// Whether the chunk starts with a validity bitmap.
@@ -65,9 +122,7 @@ pub struct ChunkMeta {
 }
 
 impl ChunkMeta {
-    /// The entry's 4 bytes.
-    pub fn to_bytes(self) -> [u8; CHUNK_ENTRY_BYTES] {
-        let [lo, hi] = self.num_bytes.to_le_bytes();
+    fn flags(self) -> u8 {
         let mut flags = 0;
         if self.has_validity {
             flags |= FLAG_VALIDITY;
@@ -75,20 +130,61 @@ impl ChunkMeta {
         if self.storage == ChunkStorage::Compressed {
             flags |= FLAG_COMPRESSED;
         }
-        [lo, hi, self.log_num_values, flags]
+        flags
     }
 
-    /// Reads an entry; unknown flag bits are corrupt data.
-    pub fn from_bytes(bytes: [u8; CHUNK_ENTRY_BYTES], index: usize) -> Result<Self> {
-        let flags = bytes[3];
+    /// Appends the entry in `format` to `out`; a chunk too large for a narrow entry is an
+    /// error.
+    pub fn write(self, format: ChunkTableFormat, out: &mut Vec<u8>) -> Result<()> {
+        match format {
+            ChunkTableFormat::Narrow => {
+                let size = u16::try_from(self.num_bytes).map_err(|_| {
+                    Error::invalid(format!(
+                        "a chunk of {} bytes needs a wide chunk table",
+                        self.num_bytes
+                    ))
+                })?;
+                out.extend_from_slice(&size.to_le_bytes());
+                out.extend_from_slice(&[self.log_num_values, self.flags()]);
+            }
+            ChunkTableFormat::Wide => {
+                out.extend_from_slice(&self.num_bytes.to_le_bytes());
+                out.extend_from_slice(&[self.log_num_values, self.flags(), 0, 0]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads one entry of `format` (`bytes` holds exactly one entry); unknown flag bits
+    /// and non-zero reserved bytes are corrupt data.
+    pub fn read(bytes: &[u8], format: ChunkTableFormat, index: usize) -> Result<Self> {
+        let (num_bytes, log_num_values, flags) = match (format, bytes) {
+            (ChunkTableFormat::Narrow, &[a, b, log, flags]) => {
+                (u32::from(u16::from_le_bytes([a, b])), log, flags)
+            }
+            (ChunkTableFormat::Wide, &[a, b, c, d, log, flags, r0, r1]) => {
+                if r0 != 0 || r1 != 0 {
+                    return Err(Error::corrupt(format!(
+                        "chunk {index} has non-zero reserved bytes"
+                    )));
+                }
+                (u32::from_le_bytes([a, b, c, d]), log, flags)
+            }
+            _ => {
+                return Err(Error::invalid(format!(
+                    "chunk {index}: {} bytes are not one {format:?} entry",
+                    bytes.len()
+                )))
+            }
+        };
         if flags & !(FLAG_VALIDITY | FLAG_COMPRESSED) != 0 {
             return Err(Error::corrupt(format!(
                 "chunk {index} has unknown flag bits {flags:#04x}"
             )));
         }
         Ok(Self {
-            num_bytes: u16::from_le_bytes([bytes[0], bytes[1]]),
-            log_num_values: bytes[2],
+            num_bytes,
+            log_num_values,
             has_validity: flags & FLAG_VALIDITY != 0,
             storage: if flags & FLAG_COMPRESSED != 0 {
                 ChunkStorage::Compressed
@@ -113,24 +209,46 @@ pub struct EncodedPage {
 }
 
 impl EncodedPage {
-    /// The chunk table: 4 bytes per chunk.
-    pub fn chunk_table(&self) -> Vec<u8> {
-        self.chunks.iter().flat_map(|c| c.to_bytes()).collect()
+    /// The narrowest chunk table format that holds every chunk of this page.
+    pub fn table_format(&self) -> ChunkTableFormat {
+        ChunkTableFormat::for_max_chunk(self.chunks.iter().map(|c| c.num_bytes).max().unwrap_or(0))
     }
 
-    /// The page as one buffer: `u32 LE chunk count | chunk table | data`.
+    /// The chunk table, in [`table_format`](Self::table_format).
+    pub fn chunk_table(&self) -> Vec<u8> {
+        let format = self.table_format();
+        let mut out = Vec::with_capacity(self.chunks.len() * format.entry_bytes());
+        for chunk in &self.chunks {
+            chunk
+                .write(format, &mut out)
+                .expect("table_format fits every chunk");
+        }
+        out
+    }
+
+    /// The page as one buffer: `u32 LE header | chunk table | data`, the header holding
+    /// the chunk count and, in bit 31, whether the table is wide.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(4 + self.chunks.len() * CHUNK_ENTRY_BYTES + self.data.len());
-        out.extend_from_slice(&(self.chunks.len() as u32).to_le_bytes());
-        out.extend(self.chunks.iter().flat_map(|c| c.to_bytes()));
+        let table = self.chunk_table();
+        let mut header = self.chunks.len() as u32;
+        if self.table_format() == ChunkTableFormat::Wide {
+            header |= WIDE_HEADER_BIT;
+        }
+        let mut out = Vec::with_capacity(4 + table.len() + self.data.len());
+        out.extend_from_slice(&header.to_le_bytes());
+        out.extend_from_slice(&table);
         out.extend_from_slice(&self.data);
         out
     }
 
     /// Bytes taken by the page: chunk table plus data.
     pub fn encoded_len(&self) -> usize {
-        self.chunks.len() * CHUNK_ENTRY_BYTES + self.data.len()
+        self.chunks.len() * self.table_format().entry_bytes() + self.data.len()
+    }
+
+    /// The encoding this page was written with, when it is one of [`Encoding::ALL`].
+    pub fn encoding_kind(&self) -> Option<Encoding> {
+        Encoding::of(&self.encoding)
     }
 
     /// A decoder over this page, producing arrays of `data_type`.
@@ -139,19 +257,29 @@ impl EncodedPage {
             &self.encoding,
             self.num_values,
             &self.chunk_table(),
+            self.table_format(),
             &self.data,
         )?
         .with_data_type(data_type)
     }
 }
 
-/// Bytes per value of the Arrow types pages hold.
+/// Bytes per value of the Arrow types pages hold: every fixed-width type (floats,
+/// integers, dates, times, timestamps, durations, intervals, decimals) and
+/// `FixedSizeBinary`.
 pub fn value_width(data_type: &DataType) -> Result<usize> {
-    match data_type {
-        DataType::Float32 => Ok(4),
-        DataType::Float64 => Ok(8),
-        other => Err(Error::invalid(format!(
-            "data type {other} is not supported (miniblock encodes Float32 and Float64)"
+    let width = match data_type {
+        DataType::FixedSizeBinary(w) => usize::try_from(*w).ok().filter(|&w| w > 0),
+        DataType::Boolean | DataType::Null => None,
+        other => other.primitive_width(),
+    };
+    match width {
+        Some(w) if w <= MAX_VALUE_WIDTH => Ok(w),
+        Some(w) => Err(Error::unsupported(format!(
+            "{data_type} has {w}-byte values, more than the {MAX_VALUE_WIDTH} bytes supported"
+        ))),
+        None => Err(Error::invalid(format!(
+            "data type {data_type} is not supported (miniblock encodes fixed-width types: floats, integers, temporal, decimals, FixedSizeBinary)"
         ))),
     }
 }

@@ -1,0 +1,471 @@
+//! `auto`: choosing a page's encoding by trial-encoding a sample of it.
+//!
+//! Byte stream split is not always a win: it roughly doubles LZ4's ratio on smooth grids,
+//! but on columns of few distinct decimal values LZ4 alone does better, because it matches
+//! whole repeated values that splitting breaks apart; and Zstd beats LZ4 on ratio at a
+//! cost in speed. Guessing from byte entropy (as Lance does, over a page's first 64
+//! values) misses both. [`AutoChooser`] instead encodes a few windows of values spread over
+//! the whole page with every enabled encoding, exactly as the page would be encoded, and
+//! compares the sizes:
+//!
+//! - windows are whole chunks when chunks are at most 16 KiB (their first 16 KiB
+//!   otherwise, or less on a page under 128 KiB, down to 4 KiB), about 1/32 of the page in all, at least one and at most 32, one in each
+//!   of equal slices of the page at golden-ratio offsets (never all at the same phase of a
+//!   periodic grid), so neither the start of a page nor its period can mislead it;
+//! - when the two smallest candidates are within 8% of each other, they are tried again on
+//!   about 1/8 of the page (at least 4 windows, at most a quarter of the chunks), unless
+//!   the knob trades size for speed and the two are an LZ4 and a Zstd encoding (there the
+//!   extra Zstd trials would cost more encode time than the knob's tolerance is worth);
+//! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
+//!   on the sample (data close to incompressible);
+//! - whole chunks a trial encoded with the encoding finally picked are reused by the page
+//!   encoder, not encoded twice;
+//! - the default candidates are lz4, bss+lz4, zstd and bss+zstd; plain and bss can be
+//!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
+//!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
+//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, zstd,
+//!   bss+zstd); walking from the fastest, a slower candidate replaces the current pick
+//!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
+//!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding.
+//!
+//! ```
+//! use miniblock::encodings::{AutoChooser, AutoOptions, EncoderOptions, Encoding};
+//! // A smooth series: byte stream split plus a compressor wins.
+//! let values: Vec<u8> = (0..100_000)
+//!     .flat_map(|i| (1000.0 + (i as f32 / 500.0).sin()).to_le_bytes())
+//!     .collect();
+//! let chooser = AutoChooser::new(4, &EncoderOptions::default(), &AutoOptions::default())?;
+//! let choice = chooser.choose(&values)?;
+//! assert!(choice.encoding.splits());
+//! # Ok::<(), miniblock::Error>(())
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use std::ops::Range;
+
+use super::{
+    ChunkPlan, ChunkStorage, CompressionScheme, EncoderOptions, Encoding, MiniBlockCompressor,
+    CHUNK_BYTES,
+};
+use crate::error::{Error, Result};
+
+/// The `min_gain` of [`AutoOptions::default`]: a slower-decoding encoding must be 3%
+/// smaller to be picked.
+pub const DEFAULT_MIN_GAIN: f64 = 0.03;
+
+/// Largest trial window: chunks above this size are sampled by their first bytes.
+const MAX_WINDOW_BYTES: usize = 16 * 1024;
+
+/// The default candidates: the four compressed encodings. Plain and BSS alone are never
+/// smaller than LZ4 over them (a chunk LZ4 cannot shrink is stored as it is, and decodes
+/// as a copy), so they are left out unless asked for.
+const DEFAULT_CANDIDATES: u8 = 0b11_1100;
+
+/// At most this many windows per page and stage.
+const MAX_WINDOWS: usize = 32;
+
+/// Stage 1 tries one window per this many windows' worth of page.
+const FIRST_SAMPLE_EVERY: usize = 32;
+
+/// Stage 2 tries one window per this many.
+const SECOND_SAMPLE_EVERY: usize = 8;
+
+/// Stage 2 tries at least this many windows (when the page has them).
+const SECOND_MIN_WINDOWS: usize = 4;
+
+/// Stage 2 runs when the second smallest is within this factor of the smallest.
+const CLOSE: f64 = 1.08;
+
+/// What `auto` may choose from and how it weighs size against decode speed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoOptions {
+    /// Bit `i` set: `Encoding::ALL[i]` is a candidate.
+    candidates: u8,
+    min_gain: f64,
+}
+
+impl Default for AutoOptions {
+    fn default() -> Self {
+        Self {
+            candidates: DEFAULT_CANDIDATES,
+            min_gain: DEFAULT_MIN_GAIN,
+        }
+    }
+}
+
+impl AutoOptions {
+    /// Choose only among `candidates` (at least one).
+    pub fn with_candidates(mut self, candidates: &[Encoding]) -> Result<Self> {
+        if candidates.is_empty() {
+            return Err(Error::invalid("auto needs at least one candidate encoding"));
+        }
+        self.candidates = candidates.iter().fold(0, |mask, e| mask | 1 << rank(*e));
+        Ok(self)
+    }
+
+    /// A slower-decoding encoding is picked only if it is at least `min_gain` (a fraction,
+    /// 0 to below 1) smaller than the faster pick: 0 favours size alone.
+    pub fn with_min_gain(mut self, min_gain: f64) -> Result<Self> {
+        if !(0.0..1.0).contains(&min_gain) {
+            return Err(Error::invalid(format!(
+                "auto's min_gain must be from 0 to below 1, got {min_gain}"
+            )));
+        }
+        self.min_gain = min_gain;
+        Ok(self)
+    }
+
+    /// The candidates, fastest-decoding first.
+    pub fn candidates(&self) -> Vec<Encoding> {
+        SPEED_ORDER
+            .into_iter()
+            .filter(|e| self.candidates & (1 << rank(*e)) != 0)
+            .collect()
+    }
+
+    /// The size-versus-speed knob.
+    pub fn min_gain(&self) -> f64 {
+        self.min_gain
+    }
+}
+
+/// Position of an encoding in decode-speed order, [`SPEED_ORDER`].
+fn rank(encoding: Encoding) -> usize {
+    SPEED_ORDER
+        .iter()
+        .position(|&e| e == encoding)
+        .expect("every encoding is ranked")
+}
+
+/// Encodings from the fastest to decode to the slowest.
+const SPEED_ORDER: [Encoding; 6] = [
+    Encoding::Plain,
+    Encoding::Bss,
+    Encoding::Lz4,
+    Encoding::BssLz4,
+    Encoding::Zstd,
+    Encoding::BssZstd,
+];
+
+/// How a page is to be encoded: one encoding, or `auto`'s choice per page.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Strategy {
+    /// Every page with this encoding.
+    Fixed(Encoding),
+    /// Each page with the encoding [`AutoChooser`] picks for it.
+    Auto(AutoOptions),
+}
+
+impl Default for Strategy {
+    fn default() -> Self {
+        Strategy::Auto(AutoOptions::default())
+    }
+}
+
+impl From<Encoding> for Strategy {
+    fn from(encoding: Encoding) -> Self {
+        Strategy::Fixed(encoding)
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Strategy::Fixed(e) => write!(f, "{e}"),
+            Strategy::Auto(o) if *o == AutoOptions::default() => f.write_str("auto"),
+            Strategy::Auto(o) => write!(f, "auto:{}", o.min_gain),
+        }
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = Error;
+
+    /// An encoding name, `auto`, or `auto:GAIN` (`auto:0` favours size alone).
+    fn from_str(s: &str) -> Result<Self> {
+        let lower = s.to_ascii_lowercase();
+        if lower == "auto" {
+            return Ok(Strategy::default());
+        }
+        if let Some(gain) = lower.strip_prefix("auto:") {
+            let gain: f64 = gain
+                .parse()
+                .map_err(|_| Error::invalid(format!("auto's min_gain {gain:?} is not a number")))?;
+            return Ok(Strategy::Auto(AutoOptions::default().with_min_gain(gain)?));
+        }
+        s.parse::<Encoding>().map(Strategy::Fixed).map_err(|_| {
+            let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
+            Error::invalid(format!(
+                "unknown encoding {s:?}; expected auto, auto:GAIN or one of {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// `auto`'s decision for one page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// The encoding picked.
+    pub encoding: Encoding,
+    /// Bytes of values in the last sample taken.
+    pub sample_bytes: usize,
+    /// Each candidate's encoded bytes per sampled byte (`None`: not tried), fastest-decoding
+    /// first.
+    pub estimates: Vec<(Encoding, Option<f64>)>,
+    /// Whole chunks the trials already encoded with the picked encoding, by chunk index:
+    /// the page encoder copies them instead of encoding them again.
+    pub(crate) encoded_chunks: Vec<TrialChunk>,
+}
+
+/// One chunk as a trial encoded it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TrialChunk {
+    pub(crate) index: usize,
+    pub(crate) storage: ChunkStorage,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// A trial window: values `rows`, which are all of chunk `chunk` when `whole`.
+#[derive(Debug, Clone)]
+struct Window {
+    chunk: usize,
+    rows: Range<usize>,
+    whole: bool,
+}
+
+/// Trial encodings of windows of one page, with reused buffers.
+struct Trial<'a> {
+    values: &'a [u8],
+    width: usize,
+    scratch: Vec<u8>,
+    /// Per candidate, the whole chunks it encoded.
+    encoded: Vec<Vec<TrialChunk>>,
+}
+
+impl Trial<'_> {
+    fn bytes(&self, windows: &[Window]) -> usize {
+        windows.iter().map(|w| w.rows.len() * self.width).sum()
+    }
+
+    /// Encoded bytes per value byte of `windows` under candidate `index`.
+    fn ratio(
+        &mut self,
+        index: usize,
+        encoding: Encoding,
+        compressor: &dyn MiniBlockCompressor,
+        windows: &[Window],
+    ) -> Result<f64> {
+        let mut encoded = 0;
+        let mut raw = 0;
+        for window in windows {
+            let bytes = &self.values[window.rows.start * self.width..window.rows.end * self.width];
+            raw += bytes.len();
+            if encoding.scheme().is_none() {
+                // Plain and BSS write exactly the values' bytes.
+                encoded += bytes.len();
+                continue;
+            }
+            if let Some(done) = self.encoded[index].iter().find(|c| c.index == window.chunk) {
+                encoded += done.bytes.len();
+                continue;
+            }
+            let mut out = Vec::new();
+            let storage = compressor.compress_chunk(bytes, &mut out, &mut self.scratch)?;
+            encoded += out.len();
+            if window.whole {
+                self.encoded[index].push(TrialChunk {
+                    index: window.chunk,
+                    storage,
+                    bytes: out,
+                });
+            }
+        }
+        Ok(encoded as f64 / raw.max(1) as f64)
+    }
+}
+
+/// Picks an encoding per page by trial-encoding a sample (see the module docs).
+#[derive(Debug)]
+pub struct AutoChooser {
+    compressors: Vec<(Encoding, Box<dyn MiniBlockCompressor>)>,
+    width: usize,
+    chunk_values: usize,
+    min_gain: f64,
+}
+
+impl AutoChooser {
+    /// A chooser for values of `width` bytes, its candidates built with `options`.
+    pub fn new(width: usize, options: &EncoderOptions, auto: &AutoOptions) -> Result<Self> {
+        let compressors = auto
+            .candidates()
+            .into_iter()
+            .map(|e| Ok((e, e.compressor_with(width, options)?)))
+            .collect::<Result<Vec<_>>>()?;
+        if compressors.is_empty() {
+            return Err(Error::invalid("auto needs at least one candidate encoding"));
+        }
+        Ok(Self {
+            compressors,
+            width,
+            chunk_values: options.chunk_values_for(width)?,
+            min_gain: auto.min_gain,
+        })
+    }
+
+    /// Bytes per value.
+    pub fn value_width(&self) -> usize {
+        self.width
+    }
+
+    /// The compressor of candidate `encoding`, if it is one.
+    pub fn compressor(&self, encoding: Encoding) -> Option<&dyn MiniBlockCompressor> {
+        self.compressors
+            .iter()
+            .find(|(e, _)| *e == encoding)
+            .map(|(_, c)| c.as_ref())
+    }
+
+    /// Chooses the encoding for a page of `values` (little-endian, back to back).
+    pub fn choose(&self, values: &[u8]) -> Result<Choice> {
+        let width = self.width;
+        if values.len() % width != 0 {
+            return Err(Error::invalid(format!(
+                "{} bytes is not a whole number of {width}-byte values",
+                values.len()
+            )));
+        }
+        let num_values = values.len() / width;
+        let mut trial = Trial {
+            values,
+            width,
+            scratch: Vec::new(),
+            encoded: vec![Vec::new(); self.compressors.len()],
+        };
+        let is_zstd = |e: Encoding| e.scheme() == Some(CompressionScheme::Zstd);
+        // Stage 1: every candidate on ~1/32 of the page, the cheap ones first.
+        let first = self.windows(num_values, FIRST_SAMPLE_EVERY, 1, usize::MAX)?;
+        let mut estimates: Vec<(Encoding, Option<f64>)> =
+            self.compressors.iter().map(|(e, _)| (*e, None)).collect();
+        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            if !is_zstd(*encoding) {
+                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
+            }
+        }
+        // Nothing to gain cheaply: with a knob that wants min_gain for slower decoding,
+        // Zstd would have to beat LZ4 by as much on data LZ4 cannot touch; skip its trials.
+        let cheap_best = estimates
+            .iter()
+            .filter_map(|(e, r)| r.filter(|_| e.scheme().is_some()))
+            .fold(f64::INFINITY, f64::min);
+        let skip_zstd = self.min_gain > 0.0 && cheap_best > 1.0 - self.min_gain;
+        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            if is_zstd(*encoding) && !skip_zstd {
+                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
+            }
+        }
+        // Stage 2: when the two smallest are close, measure them again on ~1/8 of it.
+        let mut ranked: Vec<(usize, f64)> = estimates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, r))| r.map(|r| (i, r)))
+            .collect();
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let mut sample_bytes = trial.bytes(&first);
+        if let [(a, ra), (b, rb), ..] = ranked[..] {
+            let max = ChunkPlan::new(num_values, self.chunk_values)?.num_chunks() / 4;
+            let second = self.windows(num_values, SECOND_SAMPLE_EVERY, SECOND_MIN_WINDOWS, max)?;
+            // With a knob that trades size for speed, a close call between an LZ4 and a
+            // Zstd encoding is left to it: more Zstd trials would cost more encode time
+            // than the choice is worth. Favouring size alone, or within a family, refine.
+            let same_family = estimates[a].0.scheme() == estimates[b].0.scheme();
+            let refine = self.min_gain == 0.0 || same_family;
+            if refine && rb <= ra * CLOSE && second.len() > first.len() {
+                let mut drift = 0.0;
+                for (i, before) in [(a, ra), (b, rb)] {
+                    let (encoding, compressor) = &self.compressors[i];
+                    let after = trial.ratio(i, *encoding, compressor.as_ref(), &second)?;
+                    drift += after / before.max(f64::MIN_POSITIVE) / 2.0;
+                    estimates[i].1 = Some(after);
+                }
+                // The others were measured on the first sample only: move them as the
+                // pair moved, so that all estimates speak of the same data.
+                for (i, estimate) in estimates.iter_mut().enumerate() {
+                    if i != a && i != b {
+                        estimate.1 = estimate.1.map(|r| r * drift);
+                    }
+                }
+                sample_bytes = trial.bytes(&second);
+            }
+        }
+        // Fastest first: a slower candidate must be min_gain smaller.
+        let mut best: Option<(usize, f64)> = None;
+        for (i, &(_, ratio)) in estimates.iter().enumerate() {
+            let Some(ratio) = ratio else { continue };
+            if best.is_none_or(|(_, b)| ratio < b * (1.0 - self.min_gain)) {
+                best = Some((i, ratio));
+            }
+        }
+        let index = best.map_or(0, |(i, _)| i);
+        let mut encoded_chunks = std::mem::take(&mut trial.encoded[index]);
+        encoded_chunks.sort_by_key(|c| c.index);
+        Ok(Choice {
+            encoding: self.compressors[index].0,
+            sample_bytes,
+            estimates,
+            encoded_chunks,
+        })
+    }
+
+    /// The windows to trial, about one in `every` windows' worth of the page, at least
+    /// `min` and at most `max` (and [`MAX_WINDOWS`] and the chunk count): whole chunks (or
+    /// their first 16 KiB), one in each equal slice of the page.
+    fn windows(
+        &self,
+        num_values: usize,
+        every: usize,
+        min: usize,
+        max: usize,
+    ) -> Result<Vec<Window>> {
+        let plan = ChunkPlan::new(num_values, self.chunk_values)?;
+        let num_chunks = plan.num_chunks();
+        if num_chunks == 0 {
+            return Ok(Vec::new());
+        }
+        // Windows of at most 16 KiB, and of at most 1/8 of a small page (not under 4 KiB).
+        let window_bytes = (num_values * self.width / 8).clamp(CHUNK_BYTES, MAX_WINDOW_BYTES);
+        let window_values = self
+            .chunk_values
+            .min(1 << (window_bytes / self.width).max(2).ilog2());
+        let page_windows = num_values.div_ceil(window_values);
+        let count = page_windows
+            .div_ceil(every)
+            .max(min)
+            .min(max)
+            .min(MAX_WINDOWS)
+            .min(num_chunks);
+        Ok((0..count)
+            .map(|i| {
+                // A chunk of slice i of the page, at a golden-ratio offset into it: not
+                // always the middle, which would alias with data whose period divides the
+                // slice (a grid's rows or months).
+                let offset = (0.5 + i as f64 * 0.618_033_988_749_895).fract();
+                let slice = num_chunks as f64 / count as f64;
+                let mut chunk = (((i as f64 + offset) * slice) as usize).min(num_chunks - 1);
+                // The last chunk may be a short remainder: take a full one if there is one.
+                if chunk + 1 == num_chunks && chunk > 0 && num_values % self.chunk_values != 0 {
+                    chunk -= 1;
+                }
+                let rows = plan.chunk(chunk).0;
+                let end = rows.end.min(rows.start + window_values);
+                Window {
+                    chunk,
+                    whole: end == rows.end,
+                    rows: rows.start..end,
+                }
+            })
+            .collect())
+    }
+}
