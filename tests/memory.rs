@@ -126,6 +126,81 @@ fn huge_claims_allocate_little_and_fail_fast() {
             }),
         ));
     }
+    // Zstd allows 32768x expansion, so a chunk table of tiny "compressed" chunks passes
+    // the table checks; the frames must then record their sizes before anything is
+    // allocated for them, and output grows only as chunks decode.
+    let zstd = Encoding::BssZstd.compressor(64).unwrap().array_encoding();
+    let lying_zstd_page = |chunks: usize, wide: bool| {
+        let mut page = Vec::new();
+        let header = chunks as u32 | if wide { 1 << 31 } else { 0 };
+        page.extend_from_slice(&header.to_le_bytes());
+        for i in 0..chunks {
+            let log = if i + 1 == chunks {
+                0
+            } else if wide {
+                16
+            } else {
+                9
+            };
+            if wide {
+                page.extend_from_slice(&8u32.to_le_bytes());
+                page.extend_from_slice(&[log, 2, 0, 0]);
+            } else {
+                page.extend_from_slice(&[8, 0, log, 2]);
+            }
+        }
+        for _ in 0..chunks {
+            // a zstd magic and a frame header without a content size
+            page.extend_from_slice(&[0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x00, 0x00, 0x00]);
+        }
+        page
+    };
+    for (what, chunks, wide, per_chunk) in [
+        (
+            "4096 zstd chunks of 8 bytes claiming 4 KiB each",
+            4096,
+            false,
+            512u64,
+        ),
+        (
+            "64 zstd chunks of 8 bytes claiming 512 KiB each",
+            64,
+            true,
+            65536,
+        ),
+    ] {
+        let zstd = zstd.clone();
+        let num_values = (chunks as u64 - 1) * per_chunk + 1;
+        cases.push((
+            what,
+            lying_zstd_page(chunks, wide),
+            Box::new(move |bytes: &[u8]| {
+                PageDecoder::try_new(&zstd, num_values, bytes)
+                    .and_then(|d| d.decode())
+                    .is_err()
+            }),
+        ));
+    }
+    // The same page inside a file.
+    {
+        let page_bytes = lying_zstd_page(4096, false);
+        let table = page_bytes[4..4 + 4096 * 4].to_vec();
+        let data = page_bytes[4 + 4096 * 4..].to_vec();
+        let mut lying = page(8, data.len() as u64, 4095 * 512 + 1, table);
+        lying.encoding = Some(zstd.clone());
+        let file = file_with_footer(&data, 4095 * 512 + 1, vec![column(vec![lying])]);
+        cases.push((
+            "file page of 4096 lying zstd chunks",
+            file,
+            Box::new(|bytes: &[u8]| match FileReader::open(Cursor::new(bytes)) {
+                Err(_) => true,
+                Ok(mut reader) => {
+                    reader.set_verify_checksums(false);
+                    reader.read_column(0).is_err()
+                }
+            }),
+        ));
+    }
     // Files: footers whose counts and lengths lie.
     let data = vec![0u8; 64];
     let files = [

@@ -109,24 +109,28 @@ fn zstd_compress(src: &[u8], dst: &mut [u8], level: i32) -> Result<usize> {
     })
 }
 
+/// Checks that a Zstd chunk starts with a frame header recording exactly `len` decoded
+/// bytes (the writer always records it), so nothing is allocated for a size the chunk
+/// does not claim itself.
+fn check_zstd_header(src: &[u8], len: usize) -> Result<()> {
+    match zstd::zstd_safe::get_frame_content_size(src) {
+        Ok(Some(size)) if size == len as u64 => Ok(()),
+        Ok(Some(size)) => Err(Error::corrupt(format!(
+            "zstd frame records {size} decoded bytes, expected {len}"
+        ))),
+        Ok(None) => Err(Error::corrupt(
+            "zstd frame does not record its decoded size",
+        )),
+        Err(_) => Err(Error::corrupt(format!(
+            "zstd chunk of {} bytes has no valid frame header",
+            src.len()
+        ))),
+    }
+}
+
 /// Decompresses one Zstd frame that must decode to exactly `dst.len()` bytes.
 fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> Result<()> {
     let len = dst.len();
-    // The frame header records the decoded size: check it before decoding anything.
-    match zstd::zstd_safe::get_frame_content_size(src) {
-        Ok(Some(size)) if size != len as u64 => {
-            return Err(Error::corrupt(format!(
-                "zstd frame records {size} decoded bytes, expected {len}"
-            )));
-        }
-        Ok(_) => {}
-        Err(_) => {
-            return Err(Error::corrupt(format!(
-                "zstd chunk of {} bytes has no valid frame header",
-                src.len()
-            )))
-        }
-    }
     ZSTD_DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -297,6 +301,10 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
             return self
                 .inner
                 .decompress_into(chunk, num_values, storage, out, scratch);
+        }
+        if self.scheme == CompressionScheme::Zstd {
+            // Before allocating: the frame header must record exactly this size.
+            check_zstd_header(chunk, len)?;
         }
         scratch.clear();
         scratch.resize(len, 0);

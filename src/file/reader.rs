@@ -13,7 +13,9 @@ use super::types::column_type;
 use super::{FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
 use crate::encodings::{checked_len, decompressor_for};
 use crate::error::{Error, Result};
-use crate::page::{build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout};
+use crate::page::{
+    build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, RESERVE_EXPANSION,
+};
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as pb;
 
@@ -185,24 +187,37 @@ impl<R: Read + Seek> FileReader<R> {
         }
         let len = usize::try_from(rows.end - rows.start)
             .map_err(|_| Error::invalid("row range does not fit in memory"))?;
-        let mut values = MutableBuffer::from_len_zeroed(checked_len(len, width)?);
-        let mut validity = field.is_nullable().then(|| BooleanBufferBuilder::new(len));
+        // Reserve what the pages can hold at 32x expansion; beyond that (Zstd, or a lie)
+        // the buffer grows only as chunks really decode.
+        let stored: u64 = plans
+            .iter()
+            .map(|(_, layout, _)| layout.data_len() as u64)
+            .sum();
+        let reserve = checked_len(len, width)?.min(
+            usize::try_from(
+                stored
+                    .saturating_mul(RESERVE_EXPANSION as u64)
+                    .saturating_add(64 * 1024),
+            )
+            .unwrap_or(usize::MAX),
+        );
+        let mut values = MutableBuffer::new(reserve);
+        let mut validity = field
+            .is_nullable()
+            .then(|| BooleanBufferBuilder::new(len.min(reserve)));
         let mut buffer = Vec::new();
-        let mut written = 0usize;
         for (index, layout, local) in plans {
-            let out = &mut values.as_slice_mut()[written * width..(written + local.len()) * width];
             self.read_page_rows(
                 column,
                 index,
                 layout,
-                local.clone(),
+                local,
                 &data_type,
                 &mut buffer,
-                out,
+                &mut values,
                 validity.as_mut(),
             )
             .map_err(|e| in_page(e, &field, index))?;
-            written += local.len();
         }
         build_array(&data_type, values, len, validity)
     }
@@ -216,7 +231,7 @@ impl<R: Read + Seek> FileReader<R> {
         local: Range<usize>,
         data_type: &DataType,
         buffer: &mut Vec<u8>,
-        out: &mut [u8],
+        out: &mut MutableBuffer,
         validity: Option<&mut BooleanBufferBuilder>,
     ) -> Result<()> {
         let page = &self.footer.columns[column].pages[index];
@@ -235,7 +250,7 @@ impl<R: Read + Seek> FileReader<R> {
             }
             let decoder = PageDecoder::with_layout(decompressor, layout, buffer)?
                 .with_data_type(data_type)?;
-            return decoder.decode_into(local, out, validity);
+            return decoder.decode_append(local, out, validity);
         }
         // Only the chunks the rows overlap.
         let chunks = layout.chunks_for_rows(local.clone());
@@ -246,7 +261,7 @@ impl<R: Read + Seek> FileReader<R> {
         let decoder =
             PageDecoder::from_parts(encoding, num_values, &table, layout.format(), buffer)?
                 .with_data_type(data_type)?;
-        decoder.decode_into(
+        decoder.decode_append(
             local.start - first_row..local.end - first_row,
             out,
             validity,

@@ -13,6 +13,11 @@ use crate::encodings::{checked_len, decompressor_for, MiniBlockDecompressor};
 use crate::error::{Error, Result};
 use crate::proto::encodings::ArrayEncoding;
 
+/// Output reserved up front for decoding is at most this many times the stored bytes (plus
+/// 64 KiB); past it, buffers grow as chunks really decode. Typical ratios fit, and a page
+/// lying about its sizes cannot make a reader allocate much more than its own size.
+pub(crate) const RESERVE_EXPANSION: usize = 32;
+
 /// Decodes one page: whole, chunk by chunk, or a row range touching only the chunks it
 /// overlaps.
 ///
@@ -179,11 +184,11 @@ impl<'a> PageDecoder<'a> {
     /// Decodes rows `rows`, reading only the chunks they overlap.
     pub fn decode_range(&self, rows: Range<usize>) -> Result<ArrayRef> {
         let len = self.check_rows(&rows)?;
-        let mut values = MutableBuffer::from_len_zeroed(checked_len(len, self.width)?);
+        let mut values = MutableBuffer::new(self.reserve_for(rows.clone())?);
         let mut validity = self
             .has_validity(rows.clone())
             .then(|| BooleanBufferBuilder::new(len));
-        self.decode_into(rows, values.as_slice_mut(), validity.as_mut())?;
+        self.decode_append(rows, &mut values, validity.as_mut())?;
         build_array(&self.data_type, values, len, validity)
     }
 
@@ -192,6 +197,50 @@ impl<'a> PageDecoder<'a> {
         self.layout.chunks()[self.chunks_for_rows(rows)]
             .iter()
             .any(|c| c.has_validity)
+    }
+
+    /// Bytes to reserve for decoding `rows`: all of them, unless the chunks claim to
+    /// expand more than 32 times (possible with Zstd, or a lie), in which case the buffer
+    /// grows only as chunks really decode.
+    pub(crate) fn reserve_for(&self, rows: Range<usize>) -> Result<usize> {
+        let len = checked_len(self.check_rows(&rows)?, self.width)?;
+        let stored = self.layout.byte_range(self.chunks_for_rows(rows)).len();
+        Ok(len.min(
+            stored
+                .saturating_mul(RESERVE_EXPANSION)
+                .saturating_add(64 * 1024),
+        ))
+    }
+
+    /// Decodes rows `rows` and appends their values to `values` (values under nulls as
+    /// stored, i.e. zero) and their validity to `validity` when given. The buffer grows
+    /// chunk by chunk as each decodes, so a page whose chunks lie about their size fails
+    /// before more than one chunk's worth is allocated.
+    pub fn decode_append(
+        &self,
+        rows: Range<usize>,
+        values: &mut MutableBuffer,
+        mut validity: Option<&mut BooleanBufferBuilder>,
+    ) -> Result<()> {
+        self.check_rows(&rows)?;
+        let mut scratch = Vec::new();
+        let mut partial = Vec::new();
+        for index in self.chunks_for_rows(rows.clone()) {
+            let chunk = &self.layout.chunks()[index];
+            let lo = rows.start.max(chunk.first_row);
+            let hi = rows.end.min(chunk.first_row + chunk.num_values);
+            let start = values.len();
+            values.extend_zeros((hi - lo) * self.width);
+            self.decode_chunk_rows(
+                index,
+                lo..hi,
+                &mut values.as_slice_mut()[start..],
+                validity.as_deref_mut(),
+                &mut scratch,
+                &mut partial,
+            )?;
+        }
+        Ok(())
     }
 
     /// Decodes rows `rows` into `values` (exactly `rows.len() * width` bytes, values under
@@ -217,30 +266,52 @@ impl<'a> PageDecoder<'a> {
         let mut partial = Vec::new();
         for index in self.chunks_for_rows(rows.clone()) {
             let chunk = &self.layout.chunks()[index];
-            let bytes = &self.data[chunk.offset..chunk.offset + chunk.num_bytes];
-            let (bitmap, encoded) = split_validity(bytes, chunk, index)?;
             let lo = rows.start.max(chunk.first_row);
             let hi = rows.end.min(chunk.first_row + chunk.num_values);
-            let out = &mut values[(lo - rows.start) * w..(hi - rows.start) * w];
-            let n = chunk.num_values;
-            if hi - lo == n {
-                self.decompressor
-                    .decompress_into(encoded, n, chunk.storage, out, &mut scratch)
-                    .map_err(|e| in_chunk(e, index))?;
-            } else {
-                partial.resize(n * w, 0);
-                self.decompressor
-                    .decompress_into(encoded, n, chunk.storage, &mut partial, &mut scratch)
-                    .map_err(|e| in_chunk(e, index))?;
-                let from = lo - chunk.first_row;
-                out.copy_from_slice(&partial[from * w..(from + hi - lo) * w]);
-            }
-            if let Some(validity) = validity.as_deref_mut() {
-                let local = lo - chunk.first_row..hi - chunk.first_row;
-                match bitmap {
-                    Some(bits) => validity.append_packed_range(local, bits),
-                    None => validity.append_n(local.len(), true),
-                }
+            self.decode_chunk_rows(
+                index,
+                lo..hi,
+                &mut values[(lo - rows.start) * w..(hi - rows.start) * w],
+                validity.as_deref_mut(),
+                &mut scratch,
+                &mut partial,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Decodes rows `rows` (all within chunk `index`) into `out`.
+    fn decode_chunk_rows(
+        &self,
+        index: usize,
+        rows: Range<usize>,
+        out: &mut [u8],
+        validity: Option<&mut BooleanBufferBuilder>,
+        scratch: &mut Vec<u8>,
+        partial: &mut Vec<u8>,
+    ) -> Result<()> {
+        let w = self.width;
+        let chunk = &self.layout.chunks()[index];
+        let bytes = &self.data[chunk.offset..chunk.offset + chunk.num_bytes];
+        let (bitmap, encoded) = split_validity(bytes, chunk, index)?;
+        let n = chunk.num_values;
+        if rows.len() == n {
+            self.decompressor
+                .decompress_into(encoded, n, chunk.storage, out, scratch)
+                .map_err(|e| in_chunk(e, index))?;
+        } else {
+            partial.resize(n * w, 0);
+            self.decompressor
+                .decompress_into(encoded, n, chunk.storage, partial, scratch)
+                .map_err(|e| in_chunk(e, index))?;
+            let from = rows.start - chunk.first_row;
+            out.copy_from_slice(&partial[from * w..(from + rows.len()) * w]);
+        }
+        if let Some(validity) = validity {
+            let local = rows.start - chunk.first_row..rows.end - chunk.first_row;
+            match bitmap {
+                Some(bits) => validity.append_packed_range(local, bits),
+                None => validity.append_n(local.len(), true),
             }
         }
         Ok(())

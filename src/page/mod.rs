@@ -44,8 +44,8 @@ mod decoder;
 mod encoder;
 mod layout;
 
-pub(crate) use decoder::build_array;
 pub use decoder::PageDecoder;
+pub(crate) use decoder::{build_array, RESERVE_EXPANSION};
 pub use encoder::{encode_page, PageEncoder};
 pub use layout::PageLayout;
 
