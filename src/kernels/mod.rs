@@ -129,7 +129,7 @@ mod x86_sets {
 pub(crate) fn available() -> Vec<KernelSet> {
     #[allow(unused_mut)]
     let mut sets = vec![SCALAR];
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("ssse3") {
             sets.push(x86_sets::SSSE3);
@@ -284,9 +284,15 @@ mod tests {
     fn every_kernel_works_at_odd_offsets() {
         for set in available() {
             for width in [2usize, 4, 8] {
-                for n in [31usize, 32, 33, 63, 64, 65, 777] {
+                let counts: &[usize] = if cfg!(miri) {
+                    &[31, 33, 65]
+                } else {
+                    &[31, 32, 33, 63, 64, 65, 777]
+                };
+                for &n in counts {
                     let buf = pseudo_random(n * width + 16, 99 + n as u64);
-                    for offset in 0..16 {
+                    let offsets = if cfg!(miri) { 0..4 } else { 0..16 };
+                    for offset in offsets {
                         for out_offset in [0usize, 1, 3, 7] {
                             let src = &buf[offset..offset + n * width];
                             let mut dst = vec![0; n * width + 8];
