@@ -288,7 +288,7 @@ fn parquet_and_ipc_inputs() {
         // only the named column
         ok(&["encode", s(input), s(&encoded), "--column", "b"]);
         assert!(ok(&["inspect", s(&encoded)]).contains("1 column(s)"));
-        // a named non-float column is an error naming it and its type
+        // a named variable-width column is an error naming it and its type
         let refused = dir.path().join("refused.mb");
         let err = fails(&["encode", s(input), s(&refused), "--column", "label"]);
         assert!(err.contains("\"label\"") && err.contains("Utf8"), "{err}");
@@ -296,7 +296,7 @@ fn parquet_and_ipc_inputs() {
         let err = fails(&["encode", s(input), s(&refused), "--column", "nope"]);
         assert!(err.contains("\"nope\""), "{err}");
     }
-    // a Parquet file with no float column
+    // a Parquet file with no fixed-width column
     let only_text = RecordBatch::try_from_iter([("label", batch.column(2).clone())]).unwrap();
     let path = dir.path().join("text.parquet");
     let mut writer = parquet::arrow::ArrowWriter::try_new(
@@ -308,7 +308,7 @@ fn parquet_and_ipc_inputs() {
     writer.write(&only_text).unwrap();
     writer.close().unwrap();
     let err = fails(&["encode", s(&path), s(&dir.path().join("t.mb"))]);
-    assert!(err.contains("no Float32 or Float64 column"), "{err}");
+    assert!(err.contains("no fixed-width column"), "{err}");
     assert_no_temp_files(dir.path());
 }
 
@@ -540,4 +540,75 @@ fn every_shared_data_set_round_trips_through_the_cli() {
             );
         }
     }
+}
+
+#[test]
+fn integer_decimal_and_binary_columns_go_through_the_cli() {
+    let dir = temp();
+    let ints: ArrayRef = Arc::new(arrow_array::Int64Array::from_iter(
+        (0..50_000i64).map(|i| (i % 13 != 0).then_some(i * i % 10_007)),
+    ));
+    let prices: ArrayRef = Arc::new(
+        arrow_array::Decimal128Array::from_iter_values((0..50_000i128).map(|i| 1999 + i % 300))
+            .with_precision_and_scale(12, 2)
+            .unwrap(),
+    );
+    let codes: ArrayRef = Arc::new(
+        arrow_array::FixedSizeBinaryArray::try_from_iter(
+            (0..50_000u32).map(|i| (i / 100).to_be_bytes()[1..].to_vec()),
+        )
+        .unwrap(),
+    );
+    let batch =
+        RecordBatch::try_from_iter([("n", ints), ("price", prices), ("code", codes)]).unwrap();
+    let input = dir.path().join("typed.parquet");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&input).unwrap(),
+        batch.schema(),
+        None,
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let encoded = dir.path().join("typed.mb");
+    let out = ok(&["encode", s(&input), s(&encoded), "--chunk-values", "4096"]);
+    assert!(out.contains("3 column(s), 50000 rows"), "{out}");
+    let shown = ok(&["inspect", s(&encoded)]);
+    assert!(
+        shown.contains("Decimal128(12, 2)") && shown.contains("FixedSizeBinary(3)"),
+        "{shown}"
+    );
+    for (i, name) in ["n", "price", "code"].into_iter().enumerate() {
+        let back = dir.path().join(format!("{name}.arrow"));
+        ok(&["decode", s(&encoded), s(&back), "--column", name]);
+        let read = read_ipc(&back);
+        assert_eq!(
+            read.column(0).to_data(),
+            batch.column(i).to_data(),
+            "{name}"
+        );
+    }
+    // integers as .npy with their numpy type; others as raw records
+    let npy = dir.path().join("n.npy");
+    ok(&["decode", s(&encoded), s(&npy), "--column", "n"]);
+    let bytes = fs::read(&npy).unwrap();
+    assert!(String::from_utf8_lossy(&bytes[..128]).contains("'descr': '<i8'"));
+    let npy = dir.path().join("code.npy");
+    ok(&["decode", s(&encoded), s(&npy), "--column", "code"]);
+    let bytes = fs::read(&npy).unwrap();
+    assert!(String::from_utf8_lossy(&bytes[..128]).contains("'descr': '|V3'"));
+    assert_eq!(bytes.len() % 64, (50_000 * 3) % 64);
+    // compare takes them too
+    let json = ok(&[
+        "compare",
+        s(&input),
+        "--json",
+        "--runs",
+        "1",
+        "--encoding",
+        "bss+zstd,auto",
+        "--chunk-kib",
+        "4",
+    ]);
+    assert_eq!(json.lines().count(), 3 * 2, "{json}");
 }

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{Field, Schema};
+use arrow_schema::{DataType, Field, Schema};
 use clap::ValueEnum;
 use miniblock::file::FileReader;
+use miniblock::page::value_width;
 
 use super::{output, progress, CliError};
 
@@ -63,10 +64,25 @@ fn parse_rows(text: &str, num_rows: u64) -> Result<Range<u64>, CliError> {
     Ok(start..end)
 }
 
-/// The values of a float array as little-endian bytes, values under nulls as zero.
+/// The numpy dtype of a column: the number types by name, anything else (temporal,
+/// decimal, fixed-size binary) as raw `V<width>` records of its little-endian bytes.
+fn npy_descr(data_type: &DataType, width: usize) -> String {
+    match data_type {
+        DataType::Float16 => "<f2".into(),
+        DataType::Float32 => "<f4".into(),
+        DataType::Float64 => "<f8".into(),
+        DataType::Int8 => "|i1".into(),
+        DataType::UInt8 => "|u1".into(),
+        DataType::Int16 | DataType::Int32 | DataType::Int64 => format!("<i{width}"),
+        DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => format!("<u{width}"),
+        _ => format!("|V{width}"),
+    }
+}
+
+/// The values of a fixed-width array as little-endian bytes, values under nulls as zero.
 fn le_bytes(array: &dyn Array) -> Vec<u8> {
     let data = array.to_data();
-    let width = array.data_type().primitive_width().unwrap_or(1);
+    let width = value_width(array.data_type()).unwrap_or(1);
     let start = data.offset() * width;
     let mut bytes = data.buffers()[0].as_slice()[start..start + data.len() * width].to_vec();
     if let Some(nulls) = array.nulls() {
@@ -130,7 +146,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         row += page.num_values;
     }
     let bar = progress::bar(file_bytes, "decoding");
-    let width = field.data_type().primitive_width().unwrap_or(1);
+    let width = value_width(field.data_type()).map_err(|e| CliError::new(e.to_string()))?;
     let len =
         usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
     let out_field = Arc::new(Schema::new(vec![Field::new(
@@ -151,8 +167,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         match format {
             Format::Raw | Format::Npy => {
                 if format == Format::Npy {
-                    let descr = if width == 4 { "<f4" } else { "<f8" };
-                    sink.write_all(&output::npy_header(descr, len))
+                    let descr = npy_descr(field.data_type(), width);
+                    sink.write_all(&output::npy_header(&descr, len))
                         .map_err(|e| write_err(&e))?;
                 }
                 for step in steps {

@@ -1,5 +1,5 @@
-//! Reading float columns from the files a user has: raw little-endian floats, `.npy`,
-//! Arrow IPC and Parquet. Every reader streams record batches of the selected float
+//! Reading columns from the files a user has: raw little-endian floats, `.npy`,
+//! Arrow IPC and Parquet. Every reader streams record batches of the selected fixed-width
 //! columns, so large inputs never sit in memory twice.
 
 use std::fs::File;
@@ -19,7 +19,7 @@ const BATCH_VALUES: usize = 1 << 18;
 pub struct Input {
     /// The file's stem.
     pub name: String,
-    /// The float columns taken from it.
+    /// The columns taken from it.
     pub schema: SchemaRef,
     /// Size of the file in bytes, for progress.
     pub file_bytes: u64,
@@ -313,12 +313,17 @@ fn dict_value<'h>(header: &'h str, key: &str) -> Option<&'h str> {
     None
 }
 
-/// Picks the float columns of `schema` (all of them, or those named in `wanted`).
-fn float_columns(schema: &Schema, wanted: &[String], shown: &str) -> Result<Vec<usize>, CliError> {
-    let is_float = |t: &DataType| matches!(t, DataType::Float32 | DataType::Float64);
+/// Picks the columns of `schema` miniblock can encode, the fixed-width ones (all of them,
+/// or those named in `wanted`).
+fn fixed_width_columns(
+    schema: &Schema,
+    wanted: &[String],
+    shown: &str,
+) -> Result<Vec<usize>, CliError> {
+    let fits = |t: &DataType| miniblock::page::value_width(t).is_ok();
     if wanted.is_empty() {
         let found: Vec<usize> = (0..schema.fields().len())
-            .filter(|&i| is_float(schema.field(i).data_type()))
+            .filter(|&i| fits(schema.field(i).data_type()))
             .collect();
         if found.is_empty() {
             let fields: Vec<String> = schema
@@ -327,7 +332,7 @@ fn float_columns(schema: &Schema, wanted: &[String], shown: &str) -> Result<Vec<
                 .map(|f| format!("{}: {}", f.name(), f.data_type()))
                 .collect();
             return Err(CliError::new(format!(
-                "{shown} has no Float32 or Float64 column (it has {})",
+                "{shown} has no fixed-width column (it has {})",
                 fields.join(", ")
             )));
         }
@@ -340,11 +345,11 @@ fn float_columns(schema: &Schema, wanted: &[String], shown: &str) -> Result<Vec<
                 .index_of(name)
                 .map_err(|_| CliError::new(format!("{shown} has no column {name:?}")))?;
             let t = schema.field(i).data_type();
-            if is_float(t) {
+            if fits(t) {
                 Ok(i)
             } else {
                 Err(CliError::new(format!(
-                    "column {name:?} of {shown} has type {t}; only Float32 and Float64 columns can be encoded"
+                    "column {name:?} of {shown} has type {t}; only fixed-width columns (numbers, temporal, decimals, fixed-size binary) can be encoded"
                 )))
             }
         })
@@ -354,7 +359,7 @@ fn float_columns(schema: &Schema, wanted: &[String], shown: &str) -> Result<Vec<
 fn ipc(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
     let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
         .map_err(|e| CliError::new(format!("{shown}: not a readable Arrow IPC file: {e}")))?;
-    let indices = float_columns(&reader.schema(), wanted, shown)?;
+    let indices = fixed_width_columns(&reader.schema(), wanted, shown)?;
     let schema = Arc::new(
         reader
             .schema()
@@ -374,7 +379,7 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Bat
     use parquet::arrow::ProjectionMask;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| CliError::new(format!("{shown}: not a readable Parquet file: {e}")))?;
-    let indices = float_columns(builder.schema(), wanted, shown)?;
+    let indices = fixed_width_columns(builder.schema(), wanted, shown)?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices.clone());
     let reader = builder
         .with_projection(mask)
