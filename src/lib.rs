@@ -1,12 +1,15 @@
 //! # miniblock
 //!
-//! Encodes pages of Arrow floating-point columns the way the Lance columnar format does:
-//! cut into small power-of-two chunks ("miniblocks": 1024 f32 or 512 f64 values, 4 KiB),
-//! each chunk's values split into byte streams local to that chunk (Byte Stream Split),
-//! optionally compressed chunk by chunk with LZ4, all chunks back to back in one buffer
-//! with a 4-byte table entry per chunk. A protobuf [`ArrayEncoding`](proto::encodings::ArrayEncoding),
-//! wire-compatible with Lance's, says how to decode the chunks. A reader decodes a whole
-//! page, one chunk, or only the chunks a row range touches.
+//! Encodes pages of Arrow fixed-width columns (floats first of all; also integers,
+//! temporal types, decimals and fixed-size binaries) the way the Lance columnar format
+//! does: cut into small power-of-two chunks ("miniblocks": by default 4 KiB, 1024 f32 or
+//! 512 f64 values; 256 to 65536 values on request), each chunk's values split into byte
+//! streams local to that chunk (Byte Stream Split), optionally compressed chunk by chunk
+//! with LZ4 or Zstd, all chunks back to back in one buffer with a small table entry per
+//! chunk. A protobuf [`ArrayEncoding`](proto::encodings::ArrayEncoding), wire-compatible
+//! with Lance's, says how to decode the chunks. A reader decodes a whole page, one chunk,
+//! or only the chunks a row range touches. [`Strategy::Auto`](encodings::Strategy), the
+//! column writer's default, picks each page's encoding by trial-encoding a sample of it.
 //!
 //! ```
 //! use arrow_array::{Array, Float64Array};
@@ -28,8 +31,8 @@
 //!
 //! Modules, one idea each: `kernels` (the byte transpose, SIMD, internal; its name is
 //! [`kernel_name`]), [`shuffle`] (the whole-buffer filter), [`encodings`] (per-chunk
-//! compressor and decompressor pairs), [`page`] (chunking, validity, the chunk table,
-//! decoding), [`file`] (column files), [`proto`] (the protobuf messages), [`error`].
+//! compressor and decompressor pairs, and `auto`), [`page`] (chunking, validity, the chunk table,
+//! decoding), [`file`](mod@file) (column files), [`proto`] (the protobuf messages), [`error`].
 
 pub mod encodings;
 pub mod error;

@@ -1,7 +1,7 @@
 //! Protobuf messages generated from `protos/` at build time.
 //!
 //! [`encodings`] holds `ArrayEncoding` and its parts, wire-compatible with Lance's v2.0
-//! encodings; [`file`] holds the column file footer.
+//! encodings; [`file`](mod@file) holds the column file footer.
 
 /// `protos/encodings.proto`: how a page is encoded.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]
