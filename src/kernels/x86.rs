@@ -500,7 +500,11 @@ pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [u8]) {
 /// Index of byte `j` of value `v` (0..32) in the pair (`a` = values 0..16, `b` = 16..32)
 /// as `vpermt2b` numbers them: 0..64 in `a`, 64..128 in `b`.
 const fn pair_index(v: usize, j: usize) -> i8 {
-    (if v < 16 { 4 * v + j } else { 64 + 4 * (v - 16) + j }) as i8
+    (if v < 16 {
+        4 * v + j
+    } else {
+        64 + 4 * (v - 16) + j
+    }) as i8
 }
 
 /// For split: output byte k of the first half-stream vector holds stream `j0` of values
@@ -572,8 +576,14 @@ pub(super) unsafe fn split4_avx512vbmi(src: &[u8], dst: &mut [MaybeUninit<u8>]) 
             // lanes 0-1 of each: the lower stream; lanes 2-3: the upper one
             _mm512_storeu_si512(d.add(i).cast(), _mm512_shuffle_i64x2::<0x44>(p01, r01));
             _mm512_storeu_si512(d.add(n + i).cast(), _mm512_shuffle_i64x2::<0xEE>(p01, r01));
-            _mm512_storeu_si512(d.add(2 * n + i).cast(), _mm512_shuffle_i64x2::<0x44>(p23, r23));
-            _mm512_storeu_si512(d.add(3 * n + i).cast(), _mm512_shuffle_i64x2::<0xEE>(p23, r23));
+            _mm512_storeu_si512(
+                d.add(2 * n + i).cast(),
+                _mm512_shuffle_i64x2::<0x44>(p23, r23),
+            );
+            _mm512_storeu_si512(
+                d.add(3 * n + i).cast(),
+                _mm512_shuffle_i64x2::<0xEE>(p23, r23),
+            );
         }
         i += 64;
     }
@@ -616,9 +626,18 @@ pub(super) unsafe fn unsplit4_avx512vbmi(src: &[u8], dst: &mut [u8]) {
             let r = _mm512_shuffle_i64x2::<0xEE>(s0, s1);
             let t = _mm512_shuffle_i64x2::<0xEE>(s2, s3);
             _mm512_storeu_si512(d.add(W * i).cast(), _mm512_permutex2var_epi8(p, i0, q));
-            _mm512_storeu_si512(d.add(W * (i + 16)).cast(), _mm512_permutex2var_epi8(p, i1, q));
-            _mm512_storeu_si512(d.add(W * (i + 32)).cast(), _mm512_permutex2var_epi8(r, i0, t));
-            _mm512_storeu_si512(d.add(W * (i + 48)).cast(), _mm512_permutex2var_epi8(r, i1, t));
+            _mm512_storeu_si512(
+                d.add(W * (i + 16)).cast(),
+                _mm512_permutex2var_epi8(p, i1, q),
+            );
+            _mm512_storeu_si512(
+                d.add(W * (i + 32)).cast(),
+                _mm512_permutex2var_epi8(r, i0, t),
+            );
+            _mm512_storeu_si512(
+                d.add(W * (i + 48)).cast(),
+                _mm512_permutex2var_epi8(r, i1, t),
+            );
         }
         i += 64;
     }
