@@ -50,7 +50,7 @@ fn check(input: usize, output: usize, element_size: usize) -> Result<(), Shuffle
     if element_size == 0 {
         return Err(ShuffleError::ZeroElementSize);
     }
-    if input % element_size != 0 {
+    if !input.is_multiple_of(element_size) {
         return Err(ShuffleError::Misaligned {
             len: input,
             element_size,

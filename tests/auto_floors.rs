@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::fmt::Write;
 use std::fs;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array};
@@ -74,9 +75,10 @@ fn auto_size_floors_hold_on_every_shared_data_set() {
                 let vs_best = size as f64 / best as f64;
                 let vs_lz4 = size as f64 / lz4 as f64;
                 let name_of = path.file_name().unwrap().to_string_lossy();
-                report.push_str(&format!(
-                    "{name_of} {kib}K {name}: {vs_best:.3} of best, {vs_lz4:.3} of lz4\n"
-                ));
+                let _ = writeln!(
+                    report,
+                    "{name_of} {kib}K {name}: {vs_best:.3} of best, {vs_lz4:.3} of lz4"
+                );
                 if limit_vs_best.is_some_and(|l| vs_best > l) || vs_lz4 > 1.01 {
                     failures.push(format!("{name_of} {kib}K {name}"));
                 }

@@ -189,7 +189,7 @@ fn raw(
     name: &str,
     shown: &str,
 ) -> Result<(SchemaRef, Batches), CliError> {
-    if len % dtype.width() as u64 != 0 {
+    if !len.is_multiple_of(dtype.width() as u64) {
         return Err(CliError::new(format!(
             "{shown}: {len} bytes is not a whole number of {}-byte {} values",
             dtype.width(),

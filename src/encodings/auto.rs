@@ -331,7 +331,7 @@ impl AutoChooser {
     /// Chooses the encoding for a page of `values` (little-endian, back to back).
     pub fn choose(&self, values: &[u8]) -> Result<Choice> {
         let width = self.width;
-        if values.len() % width != 0 {
+        if !values.len().is_multiple_of(width) {
             return Err(Error::invalid(format!(
                 "{} bytes is not a whole number of {width}-byte values",
                 values.len()
@@ -455,7 +455,10 @@ impl AutoChooser {
                 let slice = num_chunks as f64 / count as f64;
                 let mut chunk = (((i as f64 + offset) * slice) as usize).min(num_chunks - 1);
                 // The last chunk may be a short remainder: take a full one if there is one.
-                if chunk + 1 == num_chunks && chunk > 0 && num_values % self.chunk_values != 0 {
+                if chunk + 1 == num_chunks
+                    && chunk > 0
+                    && !num_values.is_multiple_of(self.chunk_values)
+                {
                     chunk -= 1;
                 }
                 let rows = plan.chunk(chunk).0;

@@ -166,7 +166,7 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     /// `ArrayEncoding` that decodes them.
     fn compress(&self, values: &[u8]) -> Result<(MiniBlockCompressed, ArrayEncoding)> {
         let width = self.value_width();
-        if values.len() % width != 0 {
+        if !values.len().is_multiple_of(width) {
             return Err(Error::invalid(format!(
                 "{} bytes is not a whole number of {width}-byte values",
                 values.len()
@@ -264,7 +264,9 @@ pub(crate) fn check_output(out: &[u8], num_values: usize, width: usize) -> Resul
 /// Bytes per value for a `bits_per_value` that is a whole number of bytes, from 8 to
 /// `8 * MAX_VALUE_WIDTH`.
 pub(crate) fn width_from_bits(bits_per_value: u64) -> Result<usize> {
-    if bits_per_value % 8 == 0 && (8..=8 * MAX_VALUE_WIDTH as u64).contains(&bits_per_value) {
+    if bits_per_value.is_multiple_of(8)
+        && (8..=8 * MAX_VALUE_WIDTH as u64).contains(&bits_per_value)
+    {
         Ok((bits_per_value / 8) as usize)
     } else {
         Err(Error::invalid(format!(

@@ -202,7 +202,7 @@ pub fn selected_name() -> &'static str {
 impl KernelSet {
     /// Writes every byte of `dst`.
     pub(crate) fn split(&self, src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
-        debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
+        debug_assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
         match width {
             1 => {
                 for (d, &b) in dst.iter_mut().zip(src) {
@@ -217,7 +217,7 @@ impl KernelSet {
     }
 
     pub(crate) fn unsplit(&self, src: &[u8], dst: &mut [u8], width: usize) {
-        debug_assert!(width > 0 && src.len() == dst.len() && src.len() % width == 0);
+        debug_assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
         match width {
             1 => dst.copy_from_slice(src),
             2 => (self.unsplit[0])(src, dst),

@@ -374,7 +374,7 @@ fn split_validity<'b>(
     }
     let n = chunk.num_values;
     let (bitmap, rest) = bytes.split_at(n.div_ceil(8));
-    if n % 8 != 0 && bitmap[bitmap.len() - 1] >> (n % 8) != 0 {
+    if !n.is_multiple_of(8) && bitmap[bitmap.len() - 1] >> (n % 8) != 0 {
         return Err(Error::corrupt(format!(
             "chunk {index}: validity padding bits are set"
         )));

@@ -107,7 +107,7 @@ impl PageEncoder {
     /// Encodes one page given its values (little-endian, back to back) and validity.
     pub fn encode_values(&self, values: &[u8], nulls: Option<&NullBuffer>) -> Result<EncodedPage> {
         let width = self.value_width();
-        if values.len() % width != 0 {
+        if !values.len().is_multiple_of(width) {
             return Err(Error::invalid(format!(
                 "{} bytes is not a whole number of {width}-byte values",
                 values.len()

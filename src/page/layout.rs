@@ -168,7 +168,7 @@ fn locate_chunks(
         max_expansion,
     } = limits;
     let entry_bytes = format.entry_bytes();
-    if table.len() % entry_bytes != 0 {
+    if !table.len().is_multiple_of(entry_bytes) {
         return Err(Error::corrupt(format!(
             "chunk table of {} bytes is not a whole number of {entry_bytes}-byte entries",
             table.len()
