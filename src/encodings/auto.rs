@@ -8,25 +8,29 @@
 //! the whole page with every enabled encoding, exactly as the page would be encoded, and
 //! compares the sizes:
 //!
-//! - windows are whole chunks when chunks are at most 16 KiB (their first 16 KiB
-//!   otherwise, or less on a page under 128 KiB, down to 4 KiB), about 1/32 of the page in all, at least one and at most 32, one in each
-//!   of equal slices of the page at golden-ratio offsets (never all at the same phase of a
-//!   periodic grid), so neither the start of a page nor its period can mislead it;
-//! - when the two smallest candidates are within 8% of each other, they are tried again on
-//!   about 1/8 of the page (at least 4 windows, at most a quarter of the chunks), unless
-//!   the knob trades size for speed and the two are an LZ4 and a Zstd encoding (there the
-//!   extra Zstd trials would cost more encode time than the knob's tolerance is worth);
-//! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
-//!   on the sample (data close to incompressible);
-//! - whole chunks a trial encoded with the encoding finally picked are reused by the page
-//!   encoder, not encoded twice;
 //! - the default candidates are lz4, bss+lz4, zstd and bss+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
+//! - windows are whole chunks when chunks are at most 16 KiB (else their first 16 KiB,
+//!   or less on a page under 128 KiB, down to 4 KiB), about 1/32 of the page in all, at
+//!   least one and at most 32, one in each of equal slices of the page at golden-ratio
+//!   offsets, so neither the start of a page nor a grid's period can mislead it;
+//! - when the two smallest candidates are within 8% of each other, they are tried again on
+//!   about 1/8 of the page (at least 4 windows, at most a quarter of the chunks), the
+//!   others' estimates moved as the pair's moved; unless the knob trades size for speed
+//!   and the two are an LZ4 and a Zstd encoding (the extra Zstd trials would cost more
+//!   encode time than the knob's tolerance is worth);
+//! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
+//!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, zstd,
 //!   bss+zstd); walking from the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
-//!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding.
+//!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
+//! - whole chunks a trial encoded with the encoding finally picked are reused by the page
+//!   encoder, not encoded twice.
+//!
+//! The choice depends only on the page's bytes (never on timings), so the same page is
+//! always encoded the same way, by one thread or many.
 //!
 //! ```
 //! use miniblock::encodings::{AutoChooser, AutoOptions, EncoderOptions, Encoding};
@@ -41,9 +45,8 @@
 //! ```
 
 use std::fmt;
-use std::str::FromStr;
-
 use std::ops::Range;
+use std::str::FromStr;
 
 use super::{
     ChunkPlan, ChunkStorage, CompressionScheme, EncoderOptions, Encoding, MiniBlockCompressor,
