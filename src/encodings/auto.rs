@@ -12,14 +12,15 @@
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - windows are whole chunks when chunks are at most 16 KiB (else their first 16 KiB,
-//!   or less on a page under 128 KiB, down to 4 KiB), about 1/32 of the page in all, at
+//!   or less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all, at
 //!   least one and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
 //!   about 1/8 of the page (at least 4 windows, at most a quarter of the chunks), the
-//!   others' estimates moved as the pair's moved; unless the knob trades size for speed
-//!   and the two are an LZ4 and a Zstd encoding (the extra Zstd trials would cost more
-//!   encode time than the knob's tolerance is worth);
+//!   others' estimates moved as the pair's moved; but between an LZ4 and a Zstd
+//!   encoding only when favouring size (`min_gain = 0`) and they differ by more than 2%
+//!   (otherwise the extra Zstd trials would cost more encode time than the choice is
+//!   worth);
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, zstd,
@@ -80,6 +81,9 @@ const SECOND_MIN_WINDOWS: usize = 4;
 
 /// Stage 2 runs when the second smallest is within this factor of the smallest.
 const CLOSE: f64 = 1.08;
+
+/// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
+const NEAR_TIE: f64 = 1.02;
 
 /// What `auto` may choose from and how it weighs size against decode speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -383,8 +387,10 @@ impl AutoChooser {
             // With a knob that trades size for speed, a close call between an LZ4 and a
             // Zstd encoding is left to it: more Zstd trials would cost more encode time
             // than the choice is worth. Favouring size alone, or within a family, refine.
+            // Favouring size, a close call within 2% costs at most about 2% if wrong: not
+            // worth Zstd trials when the other candidate is a (much faster) LZ4 one.
             let same_family = estimates[a].0.scheme() == estimates[b].0.scheme();
-            let refine = self.min_gain == 0.0 || same_family;
+            let refine = same_family || (self.min_gain == 0.0 && rb > ra * NEAR_TIE);
             if refine && rb <= ra * CLOSE && second.len() > first.len() {
                 let mut drift = 0.0;
                 for (i, before) in [(a, ra), (b, rb)] {
@@ -437,8 +443,8 @@ impl AutoChooser {
         if num_chunks == 0 {
             return Ok(Vec::new());
         }
-        // Windows of at most 16 KiB, and of at most 1/8 of a small page (not under 4 KiB).
-        let window_bytes = (num_values * self.width / 8).clamp(CHUNK_BYTES, MAX_WINDOW_BYTES);
+        // Windows of at most 16 KiB, and of at most 1/16 of a small page (not under 4 KiB).
+        let window_bytes = (num_values * self.width / 16).clamp(CHUNK_BYTES, MAX_WINDOW_BYTES);
         let window_values = self
             .chunk_values
             .min(1 << (window_bytes / self.width).max(2).ilog2());
