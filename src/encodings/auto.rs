@@ -11,12 +11,12 @@
 //! - the default candidates are lz4, bss+lz4, zstd and bss+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
-//! - windows are whole chunks when chunks are at most 16 KiB (else their first 16 KiB,
-//!   or less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all, at
-//!   least one and at most 32, one in each of equal slices of the page at golden-ratio
+//! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
+//!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
+//!   at least one and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
-//!   about 1/8 of the page (at least 4 windows, at most a quarter of the chunks), the
+//!   about 1/8 of the page (at least 4 windows, but never more than 1/8 of it), the
 //!   others' estimates moved as the pair's moved; but between an LZ4 and a Zstd
 //!   encoding only when favouring size (`min_gain = 0`) and they differ by more than 2%
 //!   (otherwise the extra Zstd trials would cost more encode time than the choice is
@@ -275,7 +275,11 @@ impl Trial<'_> {
                 encoded += bytes.len();
                 continue;
             }
-            if let Some(done) = self.encoded[index].iter().find(|c| c.index == window.chunk) {
+            let done = window
+                .whole
+                .then(|| self.encoded[index].iter().find(|c| c.index == window.chunk))
+                .flatten();
+            if let Some(done) = done {
                 encoded += done.bytes.len();
                 continue;
             }
@@ -382,7 +386,8 @@ impl AutoChooser {
         ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
         let mut sample_bytes = trial.bytes(&first);
         if let [(a, ra), (b, rb), ..] = ranked[..] {
-            let max = ChunkPlan::new(num_values, self.chunk_values)?.num_chunks() / 4;
+            // At most an eighth of the page.
+            let max = num_values.div_ceil(self.window_values(num_values)) / 8;
             let second = self.windows(num_values, SECOND_SAMPLE_EVERY, SECOND_MIN_WINDOWS, max)?;
             // With a knob that trades size for speed, a close call between an LZ4 and a
             // Zstd encoding is left to it: more Zstd trials would cost more encode time
@@ -428,9 +433,19 @@ impl AutoChooser {
         })
     }
 
+    /// Values per trial window on a page of `num_values`: a whole chunk, or at most
+    /// 16 KiB, and at most 1/16 of a small page (not under 4 KiB); a power of two, so it
+    /// divides the chunk size.
+    fn window_values(&self, num_values: usize) -> usize {
+        let window_bytes = (num_values * self.width / 16).clamp(CHUNK_BYTES, MAX_WINDOW_BYTES);
+        self.chunk_values
+            .min(1 << (window_bytes / self.width).max(2).ilog2())
+    }
+
     /// The windows to trial, about one in `every` windows' worth of the page, at least
-    /// `min` and at most `max` (and [`MAX_WINDOWS`] and the chunk count): whole chunks (or
-    /// their first 16 KiB), one in each equal slice of the page.
+    /// `min` and at most `max` (and [`MAX_WINDOWS`]): whole chunks (or, for chunks over
+    /// 16 KiB, aligned 16 KiB slots of them; less on small pages), one in each equal slice
+    /// of the page at a golden-ratio offset into it, avoiding a short last slot.
     fn windows(
         &self,
         num_values: usize,
@@ -439,45 +454,45 @@ impl AutoChooser {
         max: usize,
     ) -> Result<Vec<Window>> {
         let plan = ChunkPlan::new(num_values, self.chunk_values)?;
-        let num_chunks = plan.num_chunks();
-        if num_chunks == 0 {
+        if num_values == 0 {
             return Ok(Vec::new());
         }
-        // Windows of at most 16 KiB, and of at most 1/16 of a small page (not under 4 KiB).
-        let window_bytes = (num_values * self.width / 16).clamp(CHUNK_BYTES, MAX_WINDOW_BYTES);
-        let window_values = self
-            .chunk_values
-            .min(1 << (window_bytes / self.width).max(2).ilog2());
-        let page_windows = num_values.div_ceil(window_values);
-        let count = page_windows
+        let window_values = self.window_values(num_values);
+        // Slots never straddle chunks: window_values divides chunk_values.
+        let slots = num_values.div_ceil(window_values);
+        let full_slots = num_values / window_values;
+        let count = slots
             .div_ceil(every)
             .max(min)
             .min(max)
             .min(MAX_WINDOWS)
-            .min(num_chunks);
-        Ok((0..count)
-            .map(|i| {
-                // A chunk of slice i of the page, at a golden-ratio offset into it: not
-                // always the middle, which would alias with data whose period divides the
-                // slice (a grid's rows or months).
-                let offset = (0.5 + i as f64 * 0.618_033_988_749_895).fract();
-                let slice = num_chunks as f64 / count as f64;
-                let mut chunk = (((i as f64 + offset) * slice) as usize).min(num_chunks - 1);
-                // The last chunk may be a short remainder: take a full one if there is one.
-                if chunk + 1 == num_chunks
-                    && chunk > 0
-                    && !num_values.is_multiple_of(self.chunk_values)
-                {
-                    chunk -= 1;
-                }
-                let rows = plan.chunk(chunk).0;
-                let end = rows.end.min(rows.start + window_values);
-                Window {
-                    chunk,
-                    whole: end == rows.end,
-                    rows: rows.start..end,
-                }
-            })
-            .collect())
+            .min(slots);
+        let mut windows: Vec<Window> = Vec::with_capacity(count);
+        for i in 0..count {
+            // A slot of slice i of the page, at a golden-ratio offset into it: not always
+            // the middle, which would alias with data whose period divides the slice (a
+            // grid's rows or months).
+            let offset = (0.5 + i as f64 * 0.618_033_988_749_895).fract();
+            let slice = slots as f64 / count as f64;
+            let mut slot = (((i as f64 + offset) * slice) as usize).min(slots - 1);
+            if slot >= full_slots && full_slots > 0 {
+                slot = full_slots - 1;
+            }
+            if windows
+                .last()
+                .is_some_and(|w| w.rows.start == slot * window_values)
+            {
+                continue;
+            }
+            let start = slot * window_values;
+            let rows = start..(start + window_values).min(num_values);
+            let chunk = start / self.chunk_values;
+            windows.push(Window {
+                chunk,
+                whole: rows == plan.chunk(chunk).0,
+                rows,
+            });
+        }
+        Ok(windows)
     }
 }
