@@ -225,15 +225,12 @@ impl<'a> PageDecoder<'a> {
         self.check_rows(&rows)?;
         let mut scratch = Vec::new();
         let mut partial = Vec::new();
-        for index in self.chunks_for_rows(rows.clone()) {
-            let chunk = &self.layout.chunks()[index];
-            let lo = rows.start.max(chunk.first_row);
-            let hi = rows.end.min(chunk.first_row + chunk.num_values);
+        for (index, span) in self.chunk_spans(rows) {
             let start = values.len();
-            values.extend_zeros((hi - lo) * self.width);
+            values.extend_zeros(span.len() * self.width);
             self.decode_chunk_rows(
                 index,
-                lo..hi,
+                span,
                 &mut values.as_slice_mut()[start..],
                 validity.as_deref_mut(),
                 &mut scratch,
@@ -264,20 +261,28 @@ impl<'a> PageDecoder<'a> {
         let w = self.width;
         let mut scratch = Vec::new();
         let mut partial = Vec::new();
-        for index in self.chunks_for_rows(rows.clone()) {
-            let chunk = &self.layout.chunks()[index];
-            let lo = rows.start.max(chunk.first_row);
-            let hi = rows.end.min(chunk.first_row + chunk.num_values);
+        for (index, span) in self.chunk_spans(rows.clone()) {
+            let out = (span.start - rows.start) * w..(span.end - rows.start) * w;
             self.decode_chunk_rows(
                 index,
-                lo..hi,
-                &mut values[(lo - rows.start) * w..(hi - rows.start) * w],
+                span,
+                &mut values[out],
                 validity.as_deref_mut(),
                 &mut scratch,
                 &mut partial,
             )?;
         }
         Ok(())
+    }
+
+    /// The chunks rows `rows` overlap, each with the rows of it they take.
+    fn chunk_spans(&self, rows: Range<usize>) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
+        self.chunks_for_rows(rows.clone()).map(move |index| {
+            let chunk = &self.layout.chunks()[index];
+            let span =
+                rows.start.max(chunk.first_row)..rows.end.min(chunk.first_row + chunk.num_values);
+            (index, span)
+        })
     }
 
     /// Decodes rows `rows` (all within chunk `index`) into `out`.
