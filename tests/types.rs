@@ -518,3 +518,25 @@ fn auto_with_nulls_and_odd_lengths_round_trips() {
         }
     }
 }
+
+#[test]
+fn auto_with_only_zstd_candidates_still_tries_them() {
+    // Without an LZ4 candidate, nothing may be skipped: both Zstd encodings are tried.
+    let input = array(&DataType::Float64, 50_000, None, 5);
+    let bytes = input.to_data().buffers()[0].as_slice().to_vec();
+    let auto = AutoOptions::default()
+        .with_candidates(&[Encoding::Zstd, Encoding::BssZstd])
+        .unwrap();
+    let chooser =
+        miniblock::encodings::AutoChooser::new(8, &EncoderOptions::default(), &auto).unwrap();
+    let choice = chooser.choose(&bytes).unwrap();
+    assert_eq!(choice.estimates.len(), 2);
+    assert!(
+        choice.estimates.iter().all(|(_, r)| r.is_some()),
+        "{choice:?}"
+    );
+    assert!(matches!(
+        choice.encoding,
+        Encoding::Zstd | Encoding::BssZstd
+    ));
+}

@@ -371,7 +371,8 @@ impl AutoChooser {
             .iter()
             .filter_map(|(e, r)| r.filter(|_| e.scheme().is_some()))
             .fold(f64::INFINITY, f64::min);
-        let skip_zstd = self.min_gain > 0.0 && cheap_best > 1.0 - self.min_gain;
+        let skip_zstd =
+            self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
             if is_zstd(*encoding) && !skip_zstd {
                 estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
