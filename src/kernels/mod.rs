@@ -301,6 +301,8 @@ mod tests {
     fn every_kernel_matches_the_reference_for_every_length() {
         let sets = available();
         assert!(sets.iter().any(|s| s.name == "scalar"));
+        let names: Vec<&str> = sets.iter().map(|s| s.name).collect();
+        eprintln!("kernel sets tested: {names:?}");
         for set in &sets {
             for width in [1usize, 2, 3, 4, 5, 8, 16] {
                 for n in lengths() {
