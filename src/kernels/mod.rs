@@ -130,19 +130,12 @@ mod x86_sets {
         "avx512vbmi",
         &mut [std::mem::MaybeUninit<u8>]
     );
-    wrap!(
-        unsplit4_avx512vbmi,
-        x86::unsplit4_avx512vbmi,
-        "avx512vbmi",
-        &mut [u8]
-    );
-
-    /// AVX2 with AVX-512 VBMI for 4-byte values (where it measured faster; see
-    /// BENCHMARKS.md).
+    /// AVX2, with AVX-512 VBMI for the split of 4-byte values: the one kernel where it
+    /// measured faster (BENCHMARKS.md); a VBMI unsplit measured slower than AVX2's.
     pub(super) const AVX512VBMI: KernelSet = KernelSet {
         name: "avx512vbmi",
         split: [split2_avx2, split4_avx512vbmi, split8_avx2],
-        unsplit: [unsplit2_avx2, unsplit4_avx512vbmi, unsplit8_avx2],
+        unsplit: [unsplit2_avx2, unsplit4_avx2, unsplit8_avx2],
     };
 }
 
@@ -167,19 +160,6 @@ pub(crate) fn available() -> Vec<KernelSet> {
     sets
 }
 
-/// Sets that are tested and can be asked for, but not picked by default: the AVX-512 VBMI
-/// kernels have not measurably beaten AVX2 on the machines measured (BENCHMARKS.md).
-const OPT_IN: [&str; 1] = ["avx512vbmi"];
-
-/// The best available set that is not opt-in.
-fn best_default(sets: &[KernelSet]) -> KernelSet {
-    sets.iter()
-        .rev()
-        .find(|s| !OPT_IN.contains(&s.name))
-        .copied()
-        .unwrap_or(SCALAR)
-}
-
 /// The kernel set in use: the best available, chosen once per process. Setting the
 /// environment variable `MINIBLOCK_KERNELS` to `scalar`, `ssse3`, `avx2` or `avx512vbmi`
 /// picks that set instead (when the CPU has it), for comparisons.
@@ -190,11 +170,11 @@ pub(crate) fn selected() -> &'static KernelSet {
         let asked = std::env::var("MINIBLOCK_KERNELS").ok();
         asked
             .and_then(|name| sets.iter().find(|s| s.name == name).copied())
-            .unwrap_or_else(|| best_default(&sets))
+            .unwrap_or_else(|| *sets.last().unwrap_or(&SCALAR))
     })
 }
 
-/// Name of the kernel set in use ("avx2", "ssse3", "scalar", or an opt-in one).
+/// Name of the kernel set in use ("avx512vbmi", "avx2", "ssse3" or "scalar").
 pub fn selected_name() -> &'static str {
     selected().name
 }
@@ -370,8 +350,7 @@ mod tests {
     #[test]
     fn the_selected_set_is_the_best_available() {
         if std::env::var("MINIBLOCK_KERNELS").is_err() {
-            assert_eq!(selected().name, best_default(&available()).name);
-            assert!(!OPT_IN.contains(&selected().name));
+            assert_eq!(selected().name, available().last().unwrap().name);
         }
     }
 }

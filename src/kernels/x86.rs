@@ -493,9 +493,10 @@ pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [u8]) {
 }
 
 // ---------------------------------------------------------------------------------------
-// AVX-512 VBMI, W = 4, 64 values per step: two-source byte permutes (`vpermt2b`) do in
-// one instruction what pshufb plus two unpack rounds do in AVX2, so a 256-byte block takes
-// 4 permutes and 4 lane shuffles instead of 32 shuffles.
+// AVX-512 VBMI split, W = 4, 64 values per step: two-source byte permutes (`vpermt2b`) do
+// in one instruction what pshufb plus two unpack rounds do in AVX2, so a 256-byte block
+// takes 4 permutes and 4 lane shuffles instead of 32 shuffles. (The mirror-image unsplit
+// measured slower than AVX2's unpack network on Zen 4, so there is none.)
 
 /// Index of byte `j` of value `v` (0..32) in the pair (`a` = values 0..16, `b` = 16..32)
 /// as `vpermt2b` numbers them: 0..64 in `a`, 64..128 in `b`.
@@ -518,21 +519,6 @@ const fn split4_indices(j0: usize) -> [i8; 64] {
         } else {
             pair_index(k - 32, j0 + 1)
         };
-        k += 1;
-    }
-    idx
-}
-
-/// For unsplit: value `v0 + k / 4`'s byte `k % 4`, from `p` = [stream 0 | stream 1] and
-/// `q` = [stream 2 | stream 3] of values 0..32 (each half 32 bytes).
-const fn unsplit4_indices(v0: usize) -> [i8; 64] {
-    let mut idx = [0i8; 64];
-    let mut k = 0;
-    while k < 64 {
-        let v = v0 + k / 4;
-        let j = k % 4;
-        // streams 0/1 in p (0..64), 2/3 in q (64..128); the upper stream at +32
-        idx[k] = ((j / 2) * 64 + (j % 2) * 32 + v) as i8;
         k += 1;
     }
     idx
@@ -588,58 +574,4 @@ pub(super) unsafe fn split4_avx512vbmi(src: &[u8], dst: &mut [MaybeUninit<u8>]) 
         i += 64;
     }
     split_tail::<W>(src, dst, i);
-}
-
-/// # Safety
-/// The CPU must support AVX-512F and AVX-512 VBMI; `src.len() == dst.len()`, a multiple
-/// of 4.
-#[target_feature(enable = "avx512f,avx512vbmi")]
-pub(super) unsafe fn unsplit4_avx512vbmi(src: &[u8], dst: &mut [u8]) {
-    use core::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_permutex2var_epi8, _mm512_shuffle_i64x2,
-        _mm512_storeu_si512,
-    };
-    const W: usize = 4;
-    let n = src.len() / W;
-    let first = unsplit4_indices(0);
-    let second = unsplit4_indices(16);
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
-    // SAFETY: the index arrays are 64 bytes, read unaligned.
-    let (i0, i1) = unsafe {
-        (
-            _mm512_loadu_si512(first.as_ptr().cast::<__m512i>()),
-            _mm512_loadu_si512(second.as_ptr().cast::<__m512i>()),
-        )
-    };
-    let mut i = 0;
-    while i + 64 <= n {
-        // SAFETY: i + 64 <= n: loads read 64 bytes at j*n + i for j < W, stores write
-        // dst[W*i .. W*(i+64)], inside slices of n*W bytes.
-        unsafe {
-            let s0 = _mm512_loadu_si512(s.add(i).cast());
-            let s1 = _mm512_loadu_si512(s.add(n + i).cast());
-            let s2 = _mm512_loadu_si512(s.add(2 * n + i).cast());
-            let s3 = _mm512_loadu_si512(s.add(3 * n + i).cast());
-            // values i..i+32: [stream 0 | stream 1], [stream 2 | stream 3]; then i+32..i+64
-            let p = _mm512_shuffle_i64x2::<0x44>(s0, s1);
-            let q = _mm512_shuffle_i64x2::<0x44>(s2, s3);
-            let r = _mm512_shuffle_i64x2::<0xEE>(s0, s1);
-            let t = _mm512_shuffle_i64x2::<0xEE>(s2, s3);
-            _mm512_storeu_si512(d.add(W * i).cast(), _mm512_permutex2var_epi8(p, i0, q));
-            _mm512_storeu_si512(
-                d.add(W * (i + 16)).cast(),
-                _mm512_permutex2var_epi8(p, i1, q),
-            );
-            _mm512_storeu_si512(
-                d.add(W * (i + 32)).cast(),
-                _mm512_permutex2var_epi8(r, i0, t),
-            );
-            _mm512_storeu_si512(
-                d.add(W * (i + 48)).cast(),
-                _mm512_permutex2var_epi8(r, i1, t),
-            );
-        }
-        i += 64;
-    }
-    unsplit_tail::<W>(src, dst, i);
 }
