@@ -1,4 +1,5 @@
-//! x86_64 kernels: SSSE3 (split) / SSE2 (unsplit) on 16 values at a time, AVX2 on 32.
+//! x86_64 kernels: SSSE3 (split) / SSE2 (unsplit) on 16 values at a time, AVX2 on 32, and
+//! an AVX-512 VBMI split of 4-byte values on 64.
 //!
 //! Split (encode) loads whole values, gathers byte `j` of each value with one `pshufb`
 //! per vector, then transposes the gathered words across vectors with 2 or 3 rounds of
