@@ -28,6 +28,59 @@ use core::mem::MaybeUninit;
 
 use super::scalar::{split_tail, unsplit_tail};
 
+/// Runs `$body` with `$i` at the first value of blocks of `$b` values so that together
+/// they cover values `0..n`, and evaluates to how many leading values they covered (`n`,
+/// or 0 when `n < $b`, leaving everything to the scalar tail). The first block starts at
+/// 0, the next ones at `$skew` (the first value whose stores are aligned, below `$b`) and
+/// every `$b` after it, and the last block ends exactly at `n`. Blocks may overlap: each
+/// writes only the output bytes of its own values, computed from the input alone (input
+/// and output never alias), so writing them twice writes the same bytes. Every block
+/// satisfies `$i + $b <= n`, the bound each body's SAFETY comment relies on.
+macro_rules! overlapping_blocks {
+    ($n:expr, $b:expr, $skew:expr, |$i:ident| $body:block) => {{
+        let n: usize = $n;
+        if n < $b {
+            0
+        } else {
+            {
+                let $i: usize = 0;
+                $body
+            }
+            let mut $i: usize = $skew;
+            debug_assert!($i < $b);
+            if $i == 0 {
+                $i = $b;
+            }
+            while $i + $b <= n {
+                $body
+                $i += $b;
+            }
+            if $i < n {
+                let $i: usize = n - $b;
+                $body
+            }
+            n
+        }
+    }};
+}
+
+/// The first value index whose stream bytes (one byte per value, from `dst`) start on an
+/// `align`-byte boundary: where a split's stores stop crossing cache lines.
+fn split_skew(dst: *const u8, align: usize) -> usize {
+    (align - dst as usize % align) % align
+}
+
+/// The first value index whose `width`-byte values in `dst` start on an `align`-byte
+/// boundary, or 0 when none does (`dst` not a multiple of `width` from a boundary).
+fn unsplit_skew(dst: *const u8, width: usize, align: usize) -> usize {
+    let bytes = (align - dst as usize % align) % align;
+    if bytes.is_multiple_of(width) {
+        bytes / width
+    } else {
+        0
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // SSSE3 split, 16 values per step
 
@@ -262,8 +315,7 @@ pub(super) unsafe fn split2_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
         0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
     );
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= n {
+    let done = overlapping_blocks!(n, 32, split_skew(d, 32), |i| {
         // SAFETY: i + 32 <= n: loads read src[W*i .. W*(i+32)], stores write 32 bytes at
         // j*n + i for j < W, inside slices of n*W bytes.
         unsafe {
@@ -278,9 +330,8 @@ pub(super) unsafe fn split2_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
             _mm256_storeu_si256(d.add(i).cast(), _mm256_unpacklo_epi64(y0, y1));
             _mm256_storeu_si256(d.add(n + i).cast(), _mm256_unpackhi_epi64(y0, y1));
         }
-        i += 32;
-    }
-    split_tail::<W>(src, dst, i);
+    });
+    split_tail::<W>(src, dst, done);
 }
 
 /// # Safety
@@ -295,8 +346,7 @@ pub(super) unsafe fn split4_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
         0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
     );
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= n {
+    let done = overlapping_blocks!(n, 32, split_skew(d, 32), |i| {
         // SAFETY: i + 32 <= n: loads read src[W*i .. W*(i+32)], stores write 32 bytes at
         // j*n + i for j < W, inside slices of n*W bytes.
         unsafe {
@@ -314,9 +364,8 @@ pub(super) unsafe fn split4_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
             _mm256_storeu_si256(d.add(2 * n + i).cast(), _mm256_unpacklo_epi64(t1, t3));
             _mm256_storeu_si256(d.add(3 * n + i).cast(), _mm256_unpackhi_epi64(t1, t3));
         }
-        i += 32;
-    }
-    split_tail::<W>(src, dst, i);
+    });
+    split_tail::<W>(src, dst, done);
 }
 
 /// # Safety
@@ -331,8 +380,7 @@ pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
         0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15,
     );
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= n {
+    let done = overlapping_blocks!(n, 32, split_skew(d, 32), |i| {
         // SAFETY: i + 32 <= n: loads read src[W*i .. W*(i+32)], stores write 32 bytes at
         // j*n + i for j < W, inside slices of n*W bytes.
         unsafe {
@@ -371,9 +419,8 @@ pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
                 _mm256_storeu_si256(d.add(j * n + i).cast(), *v);
             }
         }
-        i += 32;
-    }
-    split_tail::<W>(src, dst, i);
+    });
+    split_tail::<W>(src, dst, done);
 }
 
 /// # Safety
@@ -383,8 +430,7 @@ pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 2;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= n {
+    let done = overlapping_blocks!(n, 32, unsplit_skew(d, W, 16), |i| {
         // SAFETY: i + 32 <= n: loads read 32 bytes at j*n + i for j < W, stores write
         // dst[W*i .. W*(i+32)], inside slices of n*W bytes.
         unsafe {
@@ -395,9 +441,8 @@ pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [u8]) {
             _mm256_storeu2_m128i(d.add(W * (i + 16)).cast(), d.add(W * i).cast(), lo);
             _mm256_storeu2_m128i(d.add(W * (i + 24)).cast(), d.add(W * (i + 8)).cast(), hi);
         }
-        i += 32;
-    }
-    unsplit_tail::<W>(src, dst, i);
+    });
+    unsplit_tail::<W>(src, dst, done);
 }
 
 /// # Safety
@@ -407,8 +452,7 @@ pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 4;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= n {
+    let done = overlapping_blocks!(n, 32, unsplit_skew(d, W, 16), |i| {
         // SAFETY: i + 32 <= n: loads read 32 bytes at j*n + i for j < W, stores write
         // dst[W*i .. W*(i+32)], inside slices of n*W bytes.
         unsafe {
@@ -432,9 +476,8 @@ pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [u8]) {
                 );
             }
         }
-        i += 32;
-    }
-    unsplit_tail::<W>(src, dst, i);
+    });
+    unsplit_tail::<W>(src, dst, done);
 }
 
 /// # Safety
@@ -444,8 +487,7 @@ pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [u8]) {
     const W: usize = 8;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
-    let mut i = 0;
-    while i + 32 <= n {
+    let done = overlapping_blocks!(n, 32, unsplit_skew(d, W, 16), |i| {
         // SAFETY: i + 32 <= n: loads read 32 bytes at j*n + i for j < W, stores write
         // dst[W*i .. W*(i+32)], inside slices of n*W bytes.
         unsafe {
@@ -488,9 +530,8 @@ pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [u8]) {
                 );
             }
         }
-        i += 32;
-    }
-    unsplit_tail::<W>(src, dst, i);
+    });
+    unsplit_tail::<W>(src, dst, done);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -546,8 +587,7 @@ pub(super) unsafe fn split4_avx512vbmi(src: &[u8], dst: &mut [MaybeUninit<u8>]) 
             _mm512_loadu_si512(streams23.as_ptr().cast::<__m512i>()),
         )
     };
-    let mut i = 0;
-    while i + 64 <= n {
+    let done = overlapping_blocks!(n, 64, split_skew(d, 64), |i| {
         // SAFETY: i + 64 <= n: loads read src[W*i .. W*(i+64)], stores write 64 bytes at
         // j*n + i for j < W, inside slices of n*W bytes.
         unsafe {
@@ -572,7 +612,6 @@ pub(super) unsafe fn split4_avx512vbmi(src: &[u8], dst: &mut [MaybeUninit<u8>]) 
                 _mm512_shuffle_i64x2::<0xEE>(p23, r23),
             );
         }
-        i += 64;
-    }
-    split_tail::<W>(src, dst, i);
+    });
+    split_tail::<W>(src, dst, done);
 }
