@@ -177,3 +177,72 @@ fn lz4_shrinks_smooth_data_and_never_grows_random_data() {
         assert!(page.data.len() <= array.len() * 8, "bss+lz4 grew a page");
     }
 }
+
+/// Whole uncompressed chunks without validity decode as one run; chunks with nulls,
+/// compressed chunks and partial chunks break the run. Every range over such a page, by
+/// `decode_range` and `decode_into`, gives the right values and validity.
+#[test]
+fn runs_of_uncompressed_chunks_decode_like_single_chunks() {
+    let chunk = 1024;
+    let len = 20 * chunk + 300;
+    let noise = mixed_f32(len, 99);
+    let values: Vec<Option<f32>> = (0..len)
+        .map(|i| {
+            let c = i / chunk;
+            let null = (c == 5 && i % 9 == 0) || (c == 12 && i % 100 == 1);
+            // every third chunk smooth (LZ4 compresses it), the others noise (stored raw)
+            let v = if c % 3 == 0 { (c * 7) as f32 } else { noise[i] };
+            (!null).then_some(v)
+        })
+        .collect();
+    let array: ArrayRef = Arc::new(Float32Array::from(values.clone()));
+    let rows_to_try: Vec<usize> = [
+        0,
+        1,
+        1023,
+        1024,
+        1025,
+        2048,
+        3000,
+        5 * 1024,
+        6 * 1024 - 1,
+        6 * 1024,
+        9000,
+        12 * 1024,
+        13 * 1024 + 5,
+        19 * 1024,
+        20 * 1024,
+        20 * 1024 + 1,
+        len - 1,
+        len,
+    ]
+    .to_vec();
+    for encoding in Encoding::ALL {
+        let page = encode_page(array.as_ref(), encoding).unwrap();
+        let decoder = page.decoder(&DataType::Float32).unwrap();
+        for &start in &rows_to_try {
+            for &end in rows_to_try.iter().filter(|&&e| e >= start) {
+                let context = format!("{encoding} rows {start}..{end}");
+                let expected = array.slice(start, end - start);
+                let range = decoder.decode_range(start..end).unwrap();
+                assert_same_bits(&expected, range.as_ref(), &context);
+                let mut out = vec![0xAAu8; (end - start) * 4];
+                let mut validity = arrow_buffer::BooleanBufferBuilder::new(end - start);
+                decoder
+                    .decode_into(start..end, &mut out, Some(&mut validity))
+                    .unwrap();
+                let validity = validity.finish();
+                for (k, value) in values[start..end].iter().enumerate() {
+                    let got = f32::from_le_bytes(out[4 * k..4 * k + 4].try_into().unwrap());
+                    if let Some(v) = value {
+                        assert!(validity.value(k), "{context}: row {k} valid");
+                        assert_eq!(got.to_bits(), v.to_bits(), "{context}: row {k}");
+                    } else {
+                        assert!(!validity.value(k), "{context}: row {k} null");
+                        assert_eq!(got.to_bits(), 0, "{context}: zero under null {k}");
+                    }
+                }
+            }
+        }
+    }
+}

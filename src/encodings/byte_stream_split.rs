@@ -27,7 +27,8 @@
 
 use super::flat::check_raw_chunk;
 use super::{
-    width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
+    check_uncompressed_run, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
+    MiniBlockDecompressor,
 };
 use crate::error::Result;
 use crate::kernels;
@@ -91,6 +92,15 @@ impl MiniBlockCompressor for ByteStreamSplitEncoder {
         kernels::split_append(values, out, self.shape.width);
         Ok(ChunkStorage::Raw)
     }
+
+    fn compress_uncompressed_chunks(&self, values: &[u8], out: &mut Vec<u8>) -> bool {
+        let chunk_len = self.shape.chunk_values * self.shape.width;
+        if !values.len().is_multiple_of(chunk_len) {
+            return false;
+        }
+        kernels::split_chunks_append(values, out, self.shape.width, chunk_len);
+        true
+    }
 }
 
 /// Joins the byte streams of each chunk back into values.
@@ -136,6 +146,18 @@ impl MiniBlockDecompressor for ByteStreamSplitDecompressor {
             self.width,
         )?;
         kernels::unsplit(chunk, out, self.width);
+        Ok(())
+    }
+
+    fn decompress_uncompressed_chunks_into(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut [u8],
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        let chunk_len = check_uncompressed_run(chunks, num_values, self.width, out)?;
+        kernels::unsplit_chunks(chunks, out, self.width, chunk_len);
         Ok(())
     }
 }

@@ -4,8 +4,8 @@
 //! a flat page can be read chunk by chunk too, and wrapped in general compression.
 
 use super::{
-    check_output, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
-    MiniBlockDecompressor,
+    check_output, check_uncompressed_run, width_from_bits, ChunkShape, ChunkStorage,
+    MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Flat};
@@ -61,6 +61,17 @@ impl MiniBlockCompressor for FlatEncoder {
     ) -> Result<ChunkStorage> {
         out.extend_from_slice(values);
         Ok(ChunkStorage::Raw)
+    }
+
+    fn compress_uncompressed_chunks(&self, values: &[u8], out: &mut Vec<u8>) -> bool {
+        if !values
+            .len()
+            .is_multiple_of(self.shape.chunk_values * self.shape.width)
+        {
+            return false;
+        }
+        out.extend_from_slice(values);
+        true
     }
 }
 
@@ -125,6 +136,18 @@ impl MiniBlockDecompressor for FlatDecompressor {
     ) -> Result<()> {
         check_raw_chunk("flat", chunk, num_values, storage, out, self.width)?;
         out.copy_from_slice(chunk);
+        Ok(())
+    }
+
+    fn decompress_uncompressed_chunks_into(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut [u8],
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_uncompressed_run(chunks, num_values, self.width, out)?;
+        out.copy_from_slice(chunks);
         Ok(())
     }
 }

@@ -328,4 +328,17 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
         self.inner
             .decompress_into(scratch, num_values, ChunkStorage::Raw, out, &mut Vec::new())
     }
+
+    /// Chunks stored uncompressed hold what the inner encoding wrote: its own run decoder
+    /// handles them.
+    fn decompress_uncompressed_chunks_into(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.inner
+            .decompress_uncompressed_chunks_into(chunks, num_values, out, scratch)
+    }
 }

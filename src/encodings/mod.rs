@@ -162,6 +162,18 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
         scratch: &mut Vec<u8>,
     ) -> Result<ChunkStorage>;
 
+    /// Encodes `values`, whole chunks of exactly [`chunk_values`](Self::chunk_values)
+    /// values without nulls, chunk after chunk onto `out`, if this encoding stores every
+    /// such chunk uncompressed in exactly `chunk_values() * value_width()` bytes without
+    /// having to try (plain, BSS), and returns whether it did. The default returns false
+    /// and leaves `out` alone: the caller then goes chunk by chunk through
+    /// [`compress_chunk`](Self::compress_chunk). Page encoders use it to run the kernel
+    /// over many chunks at once.
+    fn compress_uncompressed_chunks(&self, values: &[u8], out: &mut Vec<u8>) -> bool {
+        let _ = (values, out);
+        false
+    }
+
     /// Encodes a whole page of values (little-endian, back to back): its chunks and the
     /// `ArrayEncoding` that decodes them.
     fn compress(&self, values: &[u8]) -> Result<(MiniBlockCompressed, ArrayEncoding)> {
@@ -223,6 +235,28 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         scratch: &mut Vec<u8>,
     ) -> Result<()>;
 
+    /// Decodes whole chunks of `num_values` values each, stored back to back in `chunks`
+    /// uncompressed ([`ChunkStorage::Raw`]) and without validity, into `out`, which must
+    /// be exactly as long as `chunks`. The default decodes them one at a time with
+    /// [`decompress_into`](Self::decompress_into); encodings without compression run their
+    /// kernel over all of them at once.
+    fn decompress_uncompressed_chunks_into(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let chunk_len = check_uncompressed_run(chunks, num_values, self.value_width(), out)?;
+        for (chunk, out) in chunks
+            .chunks_exact(chunk_len)
+            .zip(out.chunks_exact_mut(chunk_len))
+        {
+            self.decompress_into(chunk, num_values, ChunkStorage::Raw, out, scratch)?;
+        }
+        Ok(())
+    }
+
     /// Decodes one chunk into a new buffer of `num_values * value_width()` bytes.
     fn decompress(
         &self,
@@ -259,6 +293,32 @@ pub(crate) fn check_output(out: &[u8], num_values: usize, width: usize) -> Resul
         )));
     }
     Ok(len)
+}
+
+/// Checks a run of uncompressed chunks of `num_values` values of `width` bytes and its
+/// output: the output as long as the run, the run a whole number of chunks. Returns the
+/// bytes per chunk.
+pub(crate) fn check_uncompressed_run(
+    chunks: &[u8],
+    num_values: usize,
+    width: usize,
+    out: &[u8],
+) -> Result<usize> {
+    let chunk_len = checked_len(num_values, width)?;
+    if out.len() != chunks.len() {
+        return Err(Error::invalid(format!(
+            "output buffer holds {} bytes, {} uncompressed chunk bytes decode to as many",
+            out.len(),
+            chunks.len()
+        )));
+    }
+    if chunk_len == 0 || !chunks.len().is_multiple_of(chunk_len) {
+        return Err(Error::corrupt(format!(
+            "{} bytes are not a whole number of uncompressed chunks of {num_values} values of {width} bytes",
+            chunks.len()
+        )));
+    }
+    Ok(chunk_len)
 }
 
 /// Bytes per value for a `bits_per_value` that is a whole number of bytes, from 8 to

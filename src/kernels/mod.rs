@@ -196,6 +196,72 @@ impl KernelSet {
         }
     }
 
+    /// Splits `src`, `chunk_bytes` after `chunk_bytes`, each piece into its own streams
+    /// (the BSS encoding of whole chunks), resolving the kernel once for all of them.
+    pub(crate) fn split_chunks(
+        &self,
+        src: &[u8],
+        dst: &mut [MaybeUninit<u8>],
+        width: usize,
+        chunk_bytes: usize,
+    ) {
+        debug_assert!(chunk_bytes > 0 && chunk_bytes.is_multiple_of(width));
+        debug_assert!(src.len() == dst.len() && src.len().is_multiple_of(chunk_bytes));
+        let kernel = match width {
+            2 => self.split[0],
+            4 => self.split[1],
+            8 => self.split[2],
+            _ => {
+                for (s, d) in src
+                    .chunks_exact(chunk_bytes)
+                    .zip(dst.chunks_exact_mut(chunk_bytes))
+                {
+                    self.split(s, d, width);
+                }
+                return;
+            }
+        };
+        for (s, d) in src
+            .chunks_exact(chunk_bytes)
+            .zip(dst.chunks_exact_mut(chunk_bytes))
+        {
+            kernel(s, d);
+        }
+    }
+
+    /// Joins each `chunk_bytes` piece of `src` back into values: the inverse of
+    /// [`split_chunks`](Self::split_chunks).
+    pub(crate) fn unsplit_chunks(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        width: usize,
+        chunk_bytes: usize,
+    ) {
+        debug_assert!(chunk_bytes > 0 && chunk_bytes.is_multiple_of(width));
+        debug_assert!(src.len() == dst.len() && src.len().is_multiple_of(chunk_bytes));
+        let kernel = match width {
+            2 => self.unsplit[0],
+            4 => self.unsplit[1],
+            8 => self.unsplit[2],
+            _ => {
+                for (s, d) in src
+                    .chunks_exact(chunk_bytes)
+                    .zip(dst.chunks_exact_mut(chunk_bytes))
+                {
+                    self.unsplit(s, d, width);
+                }
+                return;
+            }
+        };
+        for (s, d) in src
+            .chunks_exact(chunk_bytes)
+            .zip(dst.chunks_exact_mut(chunk_bytes))
+        {
+            kernel(s, d);
+        }
+    }
+
     pub(crate) fn unsplit(&self, src: &[u8], dst: &mut [u8], width: usize) {
         debug_assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
         match width {
@@ -225,6 +291,29 @@ pub(crate) fn split_append(src: &[u8], out: &mut Vec<u8>, width: usize) {
     // given (checked byte by byte against the reference by the kernel tests), and
     // `reserve` made that capacity available.
     unsafe { out.set_len(len + src.len()) };
+}
+
+/// Splits every `chunk_bytes` piece of `src` into its own `width` byte streams, appended
+/// to `out`: whole BSS chunks in one call.
+pub(crate) fn split_chunks_append(src: &[u8], out: &mut Vec<u8>, width: usize, chunk_bytes: usize) {
+    out.reserve(src.len());
+    let len = out.len();
+    selected().split_chunks(
+        src,
+        &mut out.spare_capacity_mut()[..src.len()],
+        width,
+        chunk_bytes,
+    );
+    // SAFETY: `split_chunks` writes every byte of the `src.len()` bytes of spare capacity
+    // it was given (each piece through a kernel that writes all of its output), and
+    // `reserve` made that capacity available.
+    unsafe { out.set_len(len + src.len()) };
+}
+
+/// Joins every `chunk_bytes` piece of `src` back into values in `dst`.
+#[inline]
+pub(crate) fn unsplit_chunks(src: &[u8], dst: &mut [u8], width: usize, chunk_bytes: usize) {
+    selected().unsplit_chunks(src, dst, width, chunk_bytes);
 }
 
 /// Views initialized bytes as possibly-uninitialized ones, for the split kernels.
@@ -302,6 +391,9 @@ mod tests {
         }
     }
 
+    /// Input at odd offsets, output at every offset from a 64-byte boundary: the SIMD
+    /// kernels start their aligned blocks at an address-dependent value, so every
+    /// alignment takes a different path through the overlapping first block.
     #[test]
     fn every_kernel_works_at_odd_offsets() {
         for set in available() {
@@ -309,39 +401,74 @@ mod tests {
                 let counts: &[usize] = if cfg!(miri) {
                     &[31, 33, 65]
                 } else {
-                    &[31, 32, 33, 63, 64, 65, 777]
+                    &[31, 32, 33, 63, 64, 65, 95, 127, 128, 129, 777]
                 };
                 for &n in counts {
                     let buf = pseudo_random(n * width + 16, 99 + n as u64);
-                    let offsets = if cfg!(miri) { 0..4 } else { 0..16 };
-                    for offset in offsets {
-                        for out_offset in [0usize, 1, 3, 7] {
-                            let src = &buf[offset..offset + n * width];
-                            let mut dst = vec![0; n * width + 8];
-                            set.split(
-                                src,
-                                as_uninit(&mut dst[out_offset..out_offset + n * width]),
-                                width,
-                            );
-                            let split = dst[out_offset..out_offset + n * width].to_vec();
+                    let offsets: &[usize] = if cfg!(miri) {
+                        &[0, 1, 3]
+                    } else {
+                        &[0, 1, 3, 4, 8, 13]
+                    };
+                    let out_offsets: Vec<usize> = if cfg!(miri) {
+                        vec![0, 1, 7, 48]
+                    } else {
+                        (0..64).collect()
+                    };
+                    for &offset in offsets {
+                        let src = &buf[offset..offset + n * width];
+                        let expected = split_reference(src, width);
+                        for &out_offset in &out_offsets {
+                            let mut dst = vec![0; n * width + 128];
+                            let base = (64 - dst.as_ptr() as usize % 64) % 64 + out_offset;
+                            let out = base..base + n * width;
+                            set.split(src, as_uninit(&mut dst[out.clone()]), width);
                             assert_eq!(
-                                split,
-                                split_reference(src, width),
-                                "{set:?} split w{width} n{n} +{offset}"
+                                dst[out.clone()],
+                                expected,
+                                "{set:?} split w{width} n{n} +{offset} out +{out_offset}"
                             );
-                            let mut back = vec![0; n * width + 8];
-                            set.unsplit(
-                                &split,
-                                &mut back[out_offset..out_offset + n * width],
-                                width,
-                            );
+                            let mut back = vec![0; n * width + 128];
+                            set.unsplit(&expected, &mut back[out.clone()], width);
                             assert_eq!(
-                                &back[out_offset..out_offset + n * width],
-                                src,
-                                "{set:?} unsplit"
+                                &back[out], src,
+                                "{set:?} unsplit w{width} n{n} +{offset} out +{out_offset}"
                             );
                         }
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chunked_kernels_split_each_chunk_on_its_own() {
+        for set in available() {
+            for width in [1usize, 2, 3, 4, 8, 16] {
+                for (chunk_values, chunks) in [(1, 5), (37, 3), (256, 4), (1024, 3)] {
+                    if cfg!(miri) && chunk_values > 256 {
+                        continue;
+                    }
+                    let chunk_bytes = chunk_values * width;
+                    let src = pseudo_random(chunk_bytes * chunks, (width * 7 + chunks) as u64);
+                    let expected: Vec<u8> = src
+                        .chunks(chunk_bytes)
+                        .flat_map(|c| split_reference(c, width))
+                        .collect();
+                    let mut appended = vec![7, 8, 9];
+                    split_chunks_append(&src, &mut appended, width, chunk_bytes);
+                    assert_eq!(appended[..3], [7, 8, 9]);
+                    assert_eq!(
+                        appended[3..],
+                        expected,
+                        "appended w{width} of {chunk_values}"
+                    );
+                    let mut split = vec![0xAA; src.len()];
+                    set.split_chunks(&src, as_uninit(&mut split), width, chunk_bytes);
+                    assert_eq!(split, expected, "{set:?} w{width} chunks of {chunk_values}");
+                    let mut back = vec![0x55; src.len()];
+                    set.unsplit_chunks(&split, &mut back, width, chunk_bytes);
+                    assert_eq!(back, src, "{set:?} w{width} chunks of {chunk_values}");
                 }
             }
         }

@@ -9,7 +9,7 @@ use arrow_schema::DataType;
 
 use super::layout::{ChunkLocation, PageLayout};
 use super::{value_width, ChunkTableFormat, WIDE_HEADER_BIT};
-use crate::encodings::{checked_len, decompressor_for, MiniBlockDecompressor};
+use crate::encodings::{checked_len, decompressor_for, ChunkStorage, MiniBlockDecompressor};
 use crate::error::{Error, Result};
 use crate::proto::encodings::ArrayEncoding;
 
@@ -225,12 +225,11 @@ impl<'a> PageDecoder<'a> {
         self.check_rows(&rows)?;
         let mut scratch = Vec::new();
         let mut partial = Vec::new();
-        for (index, span) in self.chunk_spans(rows) {
+        for piece in self.pieces(rows) {
             let start = values.len();
-            values.extend_zeros(span.len() * self.width);
-            self.decode_chunk_rows(
-                index,
-                span,
+            values.extend_zeros(piece.rows.len() * self.width);
+            self.decode_piece(
+                &piece,
                 &mut values.as_slice_mut()[start..],
                 validity.as_deref_mut(),
                 &mut scratch,
@@ -261,11 +260,10 @@ impl<'a> PageDecoder<'a> {
         let w = self.width;
         let mut scratch = Vec::new();
         let mut partial = Vec::new();
-        for (index, span) in self.chunk_spans(rows.clone()) {
-            let out = (span.start - rows.start) * w..(span.end - rows.start) * w;
-            self.decode_chunk_rows(
-                index,
-                span,
+        for piece in self.pieces(rows.clone()) {
+            let out = (piece.rows.start - rows.start) * w..(piece.rows.end - rows.start) * w;
+            self.decode_piece(
+                &piece,
                 &mut values[out],
                 validity.as_deref_mut(),
                 &mut scratch,
@@ -275,14 +273,84 @@ impl<'a> PageDecoder<'a> {
         Ok(())
     }
 
-    /// The chunks rows `rows` overlap, each with the rows of it they take.
-    fn chunk_spans(&self, rows: Range<usize>) -> impl Iterator<Item = (usize, Range<usize>)> + '_ {
-        self.chunks_for_rows(rows.clone()).map(move |index| {
-            let chunk = &self.layout.chunks()[index];
-            let span =
-                rows.start.max(chunk.first_row)..rows.end.min(chunk.first_row + chunk.num_values);
-            (index, span)
+    /// What decoding rows `rows` takes, in order: runs of whole chunks of one size stored
+    /// uncompressed without validity (decoded by one call, one kernel dispatch for all of
+    /// them), and single chunks (possibly only some of their rows) otherwise.
+    fn pieces(&self, rows: Range<usize>) -> impl Iterator<Item = Piece> + '_ {
+        let chunks = self.layout.chunks();
+        let touched = self.chunks_for_rows(rows.clone());
+        let mut index = touched.start;
+        std::iter::from_fn(move || {
+            if index >= touched.end {
+                return None;
+            }
+            let first = &chunks[index];
+            let whole_plain = |c: &ChunkLocation| {
+                rows.start <= c.first_row
+                    && c.first_row + c.num_values <= rows.end
+                    && !c.has_validity
+                    && c.storage == ChunkStorage::Raw
+                    && c.num_values == first.num_values
+                    && Some(c.num_bytes) == first.num_values.checked_mul(self.width)
+            };
+            let mut end = index;
+            while end < touched.end && whole_plain(&chunks[end]) {
+                end += 1;
+            }
+            let piece = if end > index + 1 {
+                let last = &chunks[end - 1];
+                Piece {
+                    chunks: index..end,
+                    rows: first.first_row..last.first_row + last.num_values,
+                }
+            } else {
+                end = index + 1;
+                Piece {
+                    chunks: index..end,
+                    rows: rows.start.max(first.first_row)
+                        ..rows.end.min(first.first_row + first.num_values),
+                }
+            };
+            index = end;
+            Some(piece)
         })
+    }
+
+    /// Decodes `piece` into `out` (exactly its rows' bytes).
+    fn decode_piece(
+        &self,
+        piece: &Piece,
+        out: &mut [u8],
+        validity: Option<&mut BooleanBufferBuilder>,
+        scratch: &mut Vec<u8>,
+        partial: &mut Vec<u8>,
+    ) -> Result<()> {
+        if piece.chunks.len() == 1 {
+            return self.decode_chunk_rows(
+                piece.chunks.start,
+                piece.rows.clone(),
+                out,
+                validity,
+                scratch,
+                partial,
+            );
+        }
+        let chunks = &self.layout.chunks()[piece.chunks.clone()];
+        let (first, last) = (&chunks[0], &chunks[chunks.len() - 1]);
+        let bytes = &self.data[first.offset..last.offset + last.num_bytes];
+        self.decompressor
+            .decompress_uncompressed_chunks_into(bytes, first.num_values, out, scratch)
+            .map_err(|e| match e {
+                Error::Corrupt { message } => Error::corrupt(format!(
+                    "chunks {}..{}: {message}",
+                    piece.chunks.start, piece.chunks.end
+                )),
+                other => other,
+            })?;
+        if let Some(validity) = validity {
+            validity.append_n(piece.rows.len(), true);
+        }
+        Ok(())
     }
 
     /// Decodes rows `rows` (all within chunk `index`) into `out`.
@@ -331,6 +399,13 @@ impl<'a> PageDecoder<'a> {
         }
         Ok(rows.end - rows.start)
     }
+}
+
+/// A part of a row range that is decoded by one call: a run of whole uncompressed chunks,
+/// or one chunk.
+struct Piece {
+    chunks: Range<usize>,
+    rows: Range<usize>,
 }
 
 /// Builds an array of `data_type` holding `len` values from their decoded bytes and

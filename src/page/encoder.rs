@@ -5,7 +5,9 @@ use arrow_buffer::NullBuffer;
 
 use super::{value_width, ChunkMeta, EncodedPage};
 use crate::encodings::auto::TrialChunk;
-use crate::encodings::{AutoChooser, ChunkPlan, EncoderOptions, MiniBlockCompressor, Strategy};
+use crate::encodings::{
+    AutoChooser, ChunkPlan, ChunkStorage, EncoderOptions, MiniBlockCompressor, Strategy,
+};
 use crate::error::{Error, Result};
 
 /// Encodes pages: with one compressor, or with the one `auto` picks for each page.
@@ -138,7 +140,36 @@ impl PageEncoder {
         let mut chunks = Vec::with_capacity(plan.num_chunks());
         let mut masked = Vec::new();
         let mut scratch = Vec::new();
-        for index in 0..plan.num_chunks() {
+        // Every chunk but the last holds exactly `chunk_values` values; without nulls and
+        // without chunks a trial already encoded, an encoding that stores them unchanged
+        // in size (plain, BSS) encodes all of them in one call.
+        let mut first_left = 0;
+        let whole = plan.num_chunks().saturating_sub(1);
+        if whole > 0 && validity_bytes == 0 && encoded_chunks.peek().is_none() {
+            let chunk_len = compressor.chunk_values() * width;
+            let start = data.len();
+            if compressor.compress_uncompressed_chunks(&values[..whole * chunk_len], &mut data) {
+                if data.len() - start != whole * chunk_len {
+                    return Err(Error::invalid(format!(
+                        "the compressor wrote {} bytes for {whole} uncompressed chunks of {chunk_len} bytes",
+                        data.len() - start
+                    )));
+                }
+                let num_bytes = u32::try_from(chunk_len).map_err(|_| {
+                    Error::unsupported(format!(
+                        "chunks of {chunk_len} bytes are more than a chunk table entry holds"
+                    ))
+                })?;
+                chunks.extend((0..whole).map(|index| ChunkMeta {
+                    num_bytes,
+                    log_num_values: plan.chunk(index).1,
+                    has_validity: false,
+                    storage: ChunkStorage::Raw,
+                }));
+                first_left = whole;
+            }
+        }
+        for index in first_left..plan.num_chunks() {
             let (rows, log_num_values) = plan.chunk(index);
             let start = data.len();
             let mut chunk_values = &values[rows.start * width..rows.end * width];
