@@ -3,16 +3,23 @@
 //!
 //! `split` turns `n` values of `width` bytes (value after value) into `width` streams of
 //! `n` bytes (stream `j` holds byte `j` of every value, in order); `unsplit` is its
-//! inverse. Widths 2, 4 and 8 have SIMD kernels (x86_64: SSSE3/SSE2 and AVX2), chosen once
-//! per process from the CPU's features; every other width, and every CPU without them,
-//! uses the blocked portable kernels of `scalar`. AVX-512 is not used: on the machines
-//! measured here AVX2 already runs at the speed of a memory copy for 4-byte values.
+//! inverse. Widths 2, 4 and 8 have SIMD kernels, chosen once per process from the CPU's
+//! features: x86_64 SSSE3/SSE2 and AVX2, plus an AVX-512 VBMI split of 4-byte values (the
+//! one AVX-512 kernel that measured faster than AVX2, see BENCHMARKS.md); aarch64 NEON
+//! (structure loads/stores, tested under qemu-user: `.ci/neon`). Every other width, and
+//! every CPU without them, uses the blocked portable kernels of `scalar`. The SIMD kernels
+//! cover a slice with overlapping first and last blocks (`blocks`), so their stores are
+//! aligned from the second block on and nothing is left to a scalar tail.
 //!
 //! Both functions require `src.len() == dst.len()` and a length that is a whole number of
 //! values; every public caller checks this first and reports a proper error, so a
 //! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
 //! lives in this module.
 
+#[macro_use]
+mod blocks;
+#[cfg(target_arch = "aarch64")]
+mod neon;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -139,6 +146,37 @@ mod x86_sets {
     };
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon_sets {
+    use super::{neon, KernelSet};
+
+    // Each wrapper is stored only in a set that `available()` returns after checking
+    // that the CPU has NEON.
+    macro_rules! wrap {
+        ($name:ident, $kernel:path, $dst:ty) => {
+            fn $name(src: &[u8], dst: $dst) {
+                debug_assert!(std::arch::is_aarch64_feature_detected!("neon"));
+                // SAFETY: this function is reachable only through a KernelSet returned by
+                // `available()` after detecting NEON; the callers of `split` and
+                // `unsplit` guarantee equal lengths that are whole numbers of values.
+                unsafe { $kernel(src, dst) }
+            }
+        };
+    }
+    wrap!(split2, neon::split2_neon, &mut [std::mem::MaybeUninit<u8>]);
+    wrap!(split4, neon::split4_neon, &mut [std::mem::MaybeUninit<u8>]);
+    wrap!(split8, neon::split8_neon, &mut [std::mem::MaybeUninit<u8>]);
+    wrap!(unsplit2, neon::unsplit2_neon, &mut [u8]);
+    wrap!(unsplit4, neon::unsplit4_neon, &mut [u8]);
+    wrap!(unsplit8, neon::unsplit8_neon, &mut [u8]);
+
+    pub(super) const NEON: KernelSet = KernelSet {
+        name: "neon",
+        split: [split2, split4, split8],
+        unsplit: [unsplit2, unsplit4, unsplit8],
+    };
+}
+
 /// Every kernel set this CPU can run, best last (the scalar set always first).
 pub(crate) fn available() -> Vec<KernelSet> {
     #[allow(unused_mut)]
@@ -157,11 +195,17 @@ pub(crate) fn available() -> Vec<KernelSet> {
             }
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            sets.push(neon_sets::NEON);
+        }
+    }
     sets
 }
 
 /// The kernel set in use: the best available, chosen once per process. Setting the
-/// environment variable `MINIBLOCK_KERNELS` to `scalar`, `ssse3`, `avx2` or `avx512vbmi`
+/// environment variable `MINIBLOCK_KERNELS` to `scalar`, `ssse3`, `avx2`, `avx512vbmi` or `neon`
 /// picks that set instead (when the CPU has it), for comparisons.
 pub(crate) fn selected() -> &'static KernelSet {
     static SELECTED: OnceLock<KernelSet> = OnceLock::new();
