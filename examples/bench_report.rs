@@ -4,8 +4,16 @@
 //!
 //! `cargo bench --bench bss --bench column && cargo run --release --example bench_report`
 
+#[path = "../benches/common.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float32Array, Float64Array};
+use miniblock::encodings::ChunkStorage;
+use miniblock::{encode_page, Encoding};
 
 /// (group, function) -> (median ns per iteration, bytes per iteration)
 type Results = BTreeMap<(String, String), (f64, Option<f64>)>;
@@ -108,6 +116,7 @@ fn main() {
         println!("| {g} | {} |", cells.join(" | "));
     }
     println!("\n(GB/s of raw values, median of criterion's samples)\n");
+    print_stored_sizes(&groups);
 
     // Floors
     let mut rows = Vec::new();
@@ -198,5 +207,67 @@ fn main() {
     println!("| floor | measured | wanted | verdict |\n|---|---:|---:|---|");
     for row in rows {
         println!("{row}");
+    }
+}
+
+/// What LZ4 alone and BSS+LZ4 make of each benchmarked page (the same bytes the benches
+/// build): the compression ratio, and how many chunks were left raw because compressing
+/// them gained nothing. Where LZ4 alone leaves every chunk raw, its "decode" is a copy.
+fn print_stored_sizes(groups: &[&String]) {
+    println!(
+        "| page | lz4 ratio | lz4 chunks stored raw | bss+lz4 ratio | bss+lz4 chunks stored raw |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for g in groups {
+        let parts: Vec<&str> = g.split('/').collect();
+        let (width, len) = match (parts.first(), parts.get(2)) {
+            (Some(&"f32"), Some(size)) => (4, page_bytes(size)),
+            (Some(&"f64"), Some(size)) => (8, page_bytes(size)),
+            _ => continue,
+        };
+        let Some(len) = len else { continue };
+        let bytes = if parts.get(1) == Some(&"real") {
+            common::real(width, len).1
+        } else {
+            common::synthetic(width, len)
+        };
+        let n = bytes.len() / width;
+        let buffer = arrow_buffer::Buffer::from(bytes);
+        let array: ArrayRef = if width == 4 {
+            Arc::new(Float32Array::new(
+                arrow_buffer::ScalarBuffer::new(buffer, 0, n),
+                None,
+            ))
+        } else {
+            Arc::new(Float64Array::new(
+                arrow_buffer::ScalarBuffer::new(buffer, 0, n),
+                None,
+            ))
+        };
+        let mut cells = Vec::new();
+        for encoding in [Encoding::Lz4, Encoding::BssLz4] {
+            let page = encode_page(array.as_ref(), encoding).expect("encode");
+            let raw = page
+                .chunks
+                .iter()
+                .filter(|c| c.storage == ChunkStorage::Raw)
+                .count();
+            cells.push(format!(
+                "{:.3} | {raw} of {}",
+                len as f64 / page.data.len() as f64,
+                page.chunks.len()
+            ));
+        }
+        println!("| {g} | {} |", cells.join(" | "));
+    }
+    println!();
+}
+
+fn page_bytes(size: &str) -> Option<usize> {
+    match size {
+        "4KiB" => Some(4096),
+        "64KiB" => Some(64 << 10),
+        "1MiB" => Some(1 << 20),
+        _ => None,
     }
 }
