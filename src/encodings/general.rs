@@ -306,7 +306,9 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
             // Before allocating: the frame header must record exactly this size.
             check_zstd_header(chunk, len)?;
         }
-        scratch.clear();
+        // Kept from the previous chunk, not cleared: both schemes write their output from
+        // the start and must write exactly `len` bytes (checked below), so no stale byte
+        // survives a success, and this skips zeroing a chunk's worth per chunk.
         scratch.resize(len, 0);
         match self.scheme {
             CompressionScheme::Lz4 => {
