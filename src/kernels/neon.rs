@@ -12,6 +12,9 @@
 //! blocks between store to aligned addresses. Callers guarantee
 //! `src.len() == dst.len() == n * W`.
 
+// Short names keep the load/permute/store steps readable, as in the x86 kernels.
+#![allow(clippy::many_single_char_names)]
+
 use core::arch::aarch64::{
     uint8x16x2_t, uint8x16x4_t, vld1q_u8, vld2q_u8, vld4q_u8, vst1q_u8, vst2q_u8, vst4q_u8,
     vuzp1q_u8, vuzp2q_u8, vzip1q_u8, vzip2q_u8,
