@@ -241,7 +241,7 @@ impl KernelSet {
     }
 
     /// Splits `src`, `chunk_bytes` after `chunk_bytes`, each piece into its own streams
-    /// (the BSS encoding of whole chunks), resolving the kernel once for all of them.
+    /// (the BSS encoding of whole chunks).
     pub(crate) fn split_chunks(
         &self,
         src: &[u8],
@@ -251,25 +251,11 @@ impl KernelSet {
     ) {
         debug_assert!(chunk_bytes > 0 && chunk_bytes.is_multiple_of(width));
         debug_assert!(src.len() == dst.len() && src.len().is_multiple_of(chunk_bytes));
-        let kernel = match width {
-            2 => self.split[0],
-            4 => self.split[1],
-            8 => self.split[2],
-            _ => {
-                for (s, d) in src
-                    .chunks_exact(chunk_bytes)
-                    .zip(dst.chunks_exact_mut(chunk_bytes))
-                {
-                    self.split(s, d, width);
-                }
-                return;
-            }
-        };
         for (s, d) in src
             .chunks_exact(chunk_bytes)
             .zip(dst.chunks_exact_mut(chunk_bytes))
         {
-            kernel(s, d);
+            self.split(s, d, width);
         }
     }
 
@@ -284,25 +270,11 @@ impl KernelSet {
     ) {
         debug_assert!(chunk_bytes > 0 && chunk_bytes.is_multiple_of(width));
         debug_assert!(src.len() == dst.len() && src.len().is_multiple_of(chunk_bytes));
-        let kernel = match width {
-            2 => self.unsplit[0],
-            4 => self.unsplit[1],
-            8 => self.unsplit[2],
-            _ => {
-                for (s, d) in src
-                    .chunks_exact(chunk_bytes)
-                    .zip(dst.chunks_exact_mut(chunk_bytes))
-                {
-                    self.unsplit(s, d, width);
-                }
-                return;
-            }
-        };
         for (s, d) in src
             .chunks_exact(chunk_bytes)
             .zip(dst.chunks_exact_mut(chunk_bytes))
         {
-            kernel(s, d);
+            self.unsplit(s, d, width);
         }
     }
 
