@@ -274,7 +274,8 @@ impl<'a> PageDecoder<'a> {
     }
 
     /// What decoding rows `rows` takes, in order: runs of whole chunks of one size stored
-    /// uncompressed without validity (decoded by one decompressor call for all of them), and single chunks (possibly only some of their rows) otherwise.
+    /// uncompressed without validity (decoded by one decompressor call for all of them),
+    /// and single chunks (possibly only some of their rows) otherwise.
     fn pieces(&self, rows: Range<usize>) -> impl Iterator<Item = Piece> + '_ {
         let chunks = self.layout.chunks();
         let touched = self.chunks_for_rows(rows.clone());
