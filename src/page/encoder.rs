@@ -1,6 +1,6 @@
 //! Arrow array -> [`EncodedPage`].
 
-use arrow_array::Array;
+use arrow_array::{Array, Float16Array, Float32Array, Float64Array};
 use arrow_buffer::NullBuffer;
 
 use super::{value_width, ChunkMeta, EncodedPage};
@@ -78,6 +78,18 @@ impl PageEncoder {
                 array.data_type(),
                 self.value_width()
             )));
+        }
+        // Float arrays (the common case) hand over their values directly: `to_data()`
+        // builds and moves a whole `ArrayData`, a third of the time of a 4 KiB page.
+        let any = array.as_any();
+        if let Some(a) = any.downcast_ref::<Float32Array>() {
+            return self.encode_values(a.values().inner().as_slice(), a.nulls());
+        }
+        if let Some(a) = any.downcast_ref::<Float64Array>() {
+            return self.encode_values(a.values().inner().as_slice(), a.nulls());
+        }
+        if let Some(a) = any.downcast_ref::<Float16Array>() {
+            return self.encode_values(a.values().inner().as_slice(), a.nulls());
         }
         let data = array.to_data();
         let values = data
