@@ -128,7 +128,7 @@ fn main() {
         };
         rows.push(format!(
             "| {what} | {} | >= {min} | {verdict} |",
-            value.map_or("-".to_owned(), |v| format!("{v:.2}"))
+            value.map_or("-".to_owned(), |v| format!("{v:.3}"))
         ));
     };
     for ty in ["f32", "f64"] {
