@@ -1,6 +1,7 @@
 //! BSS against a memcpy of the same bytes, LZ4 alone, BSS+LZ4 and arrow-rs's Parquet
 //! BYTE_STREAM_SPLIT encoder/decoder, for f32 and f64 pages of 4 KiB, 64 KiB and 1 MiB of
-//! real and synthetic values; and one chunk against the whole of a 1 Mi-value page.
+//! real and synthetic values (decoding into a caller's buffer, and BSS also to a new Arrow
+//! array); and one chunk against the whole of a 1 Mi-value page.
 //!
 //! `cargo bench --bench bss`, then `cargo run --release --example bench_report`.
 
@@ -123,6 +124,12 @@ fn bench_pages(c: &mut Criterion) {
                                 .unwrap();
                         });
                     });
+                    if encoding != Encoding::Lz4 {
+                        // The whole page to a new Arrow array, as a reader hands it on.
+                        group.bench_function(format!("{name}_decode_array"), |b| {
+                            b.iter(|| black_box(decoder.decode().unwrap()));
+                        });
+                    }
                 }
                 if width == 4 {
                     let values: Vec<f32> = bytes

@@ -90,10 +90,12 @@ fn main() {
         "bss_kernel_unsplit",
         "bss_encode",
         "bss_decode",
+        "bss_decode_array",
         "lz4_encode",
         "lz4_decode",
         "bss_lz4_encode",
         "bss_lz4_decode",
+        "bss_lz4_decode_array",
         "parquet_bss_encode",
         "parquet_bss_decode",
     ];

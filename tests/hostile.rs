@@ -7,6 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array};
+use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
 use miniblock::page::ChunkTableFormat;
 use miniblock::proto::encodings::ArrayEncoding;
 use miniblock::{encode_page, EncodedPage, Encoding, ErrorKind, PageDecoder};
@@ -66,6 +67,46 @@ fn single_byte_changes_to_page_bytes_never_panic() {
             }
         }
     }
+}
+
+/// `decode_append` writes into the spare capacity of the caller's buffer: when a damaged
+/// chunk fails half way, the buffer and validity go back to what they held before.
+#[test]
+fn failed_appends_leave_the_callers_buffers_as_they_were() {
+    let mut failures = 0;
+    for page in sample_pages() {
+        let bytes = page.to_bytes();
+        for pos in (4 + page.chunks.len() * 4..bytes.len()).step_by(5) {
+            let mut damaged = bytes.clone();
+            damaged[pos] ^= 0xFF;
+            let Ok(decoder) = PageDecoder::try_new(&page.encoding, page.num_values, &damaged)
+            else {
+                continue;
+            };
+            let mut values = MutableBuffer::new(0);
+            values.extend_from_slice(&[1u8, 2, 3]);
+            let mut validity = BooleanBufferBuilder::new(0);
+            validity.append(false);
+            let rows = 0..decoder.num_values();
+            if decoder
+                .decode_append(rows, &mut values, Some(&mut validity))
+                .is_err()
+            {
+                failures += 1;
+                assert_eq!(
+                    values.as_slice(),
+                    [1, 2, 3],
+                    "byte {pos} of {:?}",
+                    page.encoding
+                );
+                assert_eq!(validity.len(), 1);
+            }
+        }
+    }
+    assert!(
+        failures > 50,
+        "only {failures} damaged pages failed to decode"
+    );
 }
 
 #[test]

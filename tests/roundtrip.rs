@@ -232,6 +232,24 @@ fn runs_of_uncompressed_chunks_decode_like_single_chunks() {
                     .decode_into(start..end, &mut out, Some(&mut validity))
                     .unwrap();
                 let validity = validity.finish();
+                // Appending after existing bytes gives the same bytes and validity.
+                let mut appended = arrow_buffer::MutableBuffer::new(0);
+                appended.extend_from_slice(&[9u8, 9, 9]);
+                let mut appended_validity = arrow_buffer::BooleanBufferBuilder::new(0);
+                appended_validity.append(false);
+                decoder
+                    .decode_append(start..end, &mut appended, Some(&mut appended_validity))
+                    .unwrap();
+                assert_eq!(appended.as_slice()[..3], [9, 9, 9], "{context}");
+                assert_eq!(appended.as_slice()[3..], out[..], "{context}: appended");
+                assert_eq!(appended_validity.len(), 1 + end - start, "{context}");
+                for k in 0..end - start {
+                    assert_eq!(
+                        appended_validity.get_bit(1 + k),
+                        validity.value(k),
+                        "{context}"
+                    );
+                }
                 for (k, value) in values[start..end].iter().enumerate() {
                     let got = f32::from_le_bytes(out[4 * k..4 * k + 4].try_into().unwrap());
                     if let Some(v) = value {

@@ -25,10 +25,12 @@
 //! # Ok::<(), miniblock::Error>(())
 //! ```
 
-use super::flat::check_raw_chunk;
+use arrow_buffer::MutableBuffer;
+
+use super::flat::{check_raw_chunk, check_raw_chunk_len};
 use super::{
-    check_uncompressed_run, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
-    MiniBlockDecompressor,
+    check_uncompressed_run, uncompressed_run_chunk_len, width_from_bits, ChunkShape, ChunkStorage,
+    MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::Result;
 use crate::kernels;
@@ -158,6 +160,31 @@ impl MiniBlockDecompressor for ByteStreamSplitDecompressor {
     ) -> Result<()> {
         let chunk_len = check_uncompressed_run(chunks, num_values, self.width, out)?;
         kernels::unsplit_chunks(chunks, out, self.width, chunk_len);
+        Ok(())
+    }
+
+    fn decompress_append(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut MutableBuffer,
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_raw_chunk_len("byte_stream_split", chunk, num_values, storage, self.width)?;
+        kernels::unsplit_append(chunk, out, self.width);
+        Ok(())
+    }
+
+    fn decompress_uncompressed_chunks_append(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut MutableBuffer,
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        let chunk_len = uncompressed_run_chunk_len(chunks, num_values, self.width)?;
+        kernels::unsplit_chunks_append(chunks, out, self.width, chunk_len);
         Ok(())
     }
 }

@@ -3,9 +3,11 @@
 //! `ArrayEncoding { flat: { bits_per_value: 32 } }`. Its chunking is the same as BSS's, so
 //! a flat page can be read chunk by chunk too, and wrapped in general compression.
 
+use arrow_buffer::MutableBuffer;
+
 use super::{
-    check_output, check_uncompressed_run, width_from_bits, ChunkShape, ChunkStorage,
-    MiniBlockCompressor, MiniBlockDecompressor,
+    check_output, check_uncompressed_run, checked_len, uncompressed_run_chunk_len, width_from_bits,
+    ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Flat};
@@ -102,7 +104,20 @@ pub(crate) fn check_raw_chunk(
     out: &[u8],
     width: usize,
 ) -> Result<()> {
-    let len = check_output(out, num_values, width)?;
+    check_output(out, num_values, width)?;
+    check_raw_chunk_len(name, chunk, num_values, storage, width)
+}
+
+/// Checks a chunk of an encoding without compression: stored raw, exactly `num_values`
+/// values of `width` bytes.
+pub(crate) fn check_raw_chunk_len(
+    name: &str,
+    chunk: &[u8],
+    num_values: usize,
+    storage: ChunkStorage,
+    width: usize,
+) -> Result<()> {
+    let len = checked_len(num_values, width)?;
     if storage != ChunkStorage::Raw {
         return Err(Error::corrupt(format!(
             "{name} chunk is marked compressed but the encoding has no compression"
@@ -148,6 +163,31 @@ impl MiniBlockDecompressor for FlatDecompressor {
     ) -> Result<()> {
         check_uncompressed_run(chunks, num_values, self.width, out)?;
         out.copy_from_slice(chunks);
+        Ok(())
+    }
+
+    fn decompress_append(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut MutableBuffer,
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_raw_chunk_len("flat", chunk, num_values, storage, self.width)?;
+        out.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    fn decompress_uncompressed_chunks_append(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut MutableBuffer,
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        uncompressed_run_chunk_len(chunks, num_values, self.width)?;
+        out.extend_from_slice(chunks);
         Ok(())
     }
 }

@@ -9,8 +9,11 @@
 
 use std::cell::RefCell;
 
+use arrow_buffer::MutableBuffer;
+
 use super::{
-    check_output, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor, DEFAULT_ZSTD_LEVEL,
+    check_output, checked_len, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
+    DEFAULT_ZSTD_LEVEL,
 };
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Compression, GeneralMiniBlock};
@@ -88,6 +91,21 @@ thread_local! {
     /// One Zstd decompression context per thread.
     static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { RefCell::new(None) };
+    /// One LZ4 hash table per thread (8 KiB for chunks under 64 KiB), cleared for each
+    /// chunk instead of allocated and freed for each chunk.
+    static LZ4_TABLE: RefCell<Option<lz4_flex::block::CompressTable>> =
+        const { RefCell::new(None) };
+}
+
+/// Compresses `src` into `dst` (at least `get_maximum_output_size(src.len())` bytes) with
+/// this thread's LZ4 hash table; returns the bytes written.
+fn lz4_compress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    LZ4_TABLE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let table = slot.get_or_insert_with(lz4_flex::block::CompressTable::default);
+        lz4_flex::block::compress_into_with_table(src, dst, table)
+            .map_err(|e| Error::invalid(format!("lz4 compression failed: {e}")))
+    })
 }
 
 /// Compresses `src` into `dst` with this thread's Zstd context; returns the bytes written.
@@ -265,8 +283,7 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
                     start + lz4_flex::block::get_maximum_output_size(scratch.len()),
                     0,
                 );
-                let written = lz4_flex::block::compress_into(scratch, &mut out[start..])
-                    .map_err(|e| Error::invalid(format!("lz4 compression failed: {e}")))?;
+                let written = lz4_compress(scratch, &mut out[start..])?;
                 if written < scratch.len() {
                     out.truncate(start + written);
                     return Ok(ChunkStorage::Compressed);
@@ -302,6 +319,34 @@ impl GeneralMiniBlockDecompressor {
     }
 }
 
+impl GeneralMiniBlockDecompressor {
+    /// Decompresses `chunk` into `scratch`, which ends up exactly `len` bytes long: what
+    /// the inner encoding wrote.
+    fn decompress_to_scratch(&self, chunk: &[u8], len: usize, scratch: &mut Vec<u8>) -> Result<()> {
+        if self.scheme == CompressionScheme::Zstd {
+            // Before allocating: the frame header must record exactly this size.
+            check_zstd_header(chunk, len)?;
+        }
+        // Kept from the previous chunk, not cleared: both schemes write their output from
+        // the start and must write exactly `len` bytes (checked below), so no stale byte
+        // survives a success, and this skips zeroing a chunk's worth per chunk.
+        scratch.resize(len, 0);
+        match self.scheme {
+            CompressionScheme::Lz4 => {
+                let written = lz4_decompress(chunk, scratch)?;
+                // A valid block may decode to fewer bytes than asked for: not this chunk.
+                if written != len {
+                    return Err(Error::corrupt(format!(
+                        "lz4 chunk decompressed to {written} bytes, expected {len}"
+                    )));
+                }
+            }
+            CompressionScheme::Zstd => zstd_decompress(chunk, scratch)?,
+        }
+        Ok(())
+    }
+}
+
 impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
     fn value_width(&self) -> usize {
         self.inner.value_width()
@@ -325,28 +370,39 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
                 .inner
                 .decompress_into(chunk, num_values, storage, out, scratch);
         }
-        if self.scheme == CompressionScheme::Zstd {
-            // Before allocating: the frame header must record exactly this size.
-            check_zstd_header(chunk, len)?;
-        }
-        // Kept from the previous chunk, not cleared: both schemes write their output from
-        // the start and must write exactly `len` bytes (checked below), so no stale byte
-        // survives a success, and this skips zeroing a chunk's worth per chunk.
-        scratch.resize(len, 0);
-        match self.scheme {
-            CompressionScheme::Lz4 => {
-                let written = lz4_decompress(chunk, scratch)?;
-                // A valid block may decode to fewer bytes than asked for: not this chunk.
-                if written != len {
-                    return Err(Error::corrupt(format!(
-                        "lz4 chunk decompressed to {written} bytes, expected {len}"
-                    )));
-                }
-            }
-            CompressionScheme::Zstd => zstd_decompress(chunk, scratch)?,
-        }
+        self.decompress_to_scratch(chunk, len, scratch)?;
         self.inner
             .decompress_into(scratch, num_values, ChunkStorage::Raw, out, &mut Vec::new())
+    }
+
+    fn decompress_append(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut MutableBuffer,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        if storage == ChunkStorage::Raw {
+            return self
+                .inner
+                .decompress_append(chunk, num_values, storage, out, scratch);
+        }
+        let len = checked_len(num_values, self.value_width())?;
+        self.decompress_to_scratch(chunk, len, scratch)?;
+        self.inner
+            .decompress_append(scratch, num_values, ChunkStorage::Raw, out, &mut Vec::new())
+    }
+
+    fn decompress_uncompressed_chunks_append(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut MutableBuffer,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        self.inner
+            .decompress_uncompressed_chunks_append(chunks, num_values, out, scratch)
     }
 
     /// Chunks stored uncompressed hold what the inner encoding wrote: its own run decoder

@@ -25,6 +25,8 @@ pub mod general;
 use std::fmt;
 use std::str::FromStr;
 
+use arrow_buffer::MutableBuffer;
+
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding};
 
@@ -257,6 +259,41 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Decodes one chunk like [`decompress_into`](Self::decompress_into) and appends its
+    /// `num_values * value_width()` bytes to `out`. On error `out` keeps its length. The
+    /// default zeroes the new bytes, then decodes into them; the crate's own encodings
+    /// write straight into the buffer's spare capacity instead (no zeroing pass: this is
+    /// how a page decodes into an Arrow array).
+    fn decompress_append(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut MutableBuffer,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let len = checked_len(num_values, self.value_width())?;
+        append_zeroed(out, len, |dst| {
+            self.decompress_into(chunk, num_values, storage, dst, scratch)
+        })
+    }
+
+    /// Decodes a run of whole uncompressed chunks like
+    /// [`decompress_uncompressed_chunks_into`](Self::decompress_uncompressed_chunks_into)
+    /// and appends the `chunks.len()` bytes of values to `out`. On error `out` keeps its
+    /// length. The default zeroes the new bytes, then decodes into them.
+    fn decompress_uncompressed_chunks_append(
+        &self,
+        chunks: &[u8],
+        num_values: usize,
+        out: &mut MutableBuffer,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        append_zeroed(out, chunks.len(), |dst| {
+            self.decompress_uncompressed_chunks_into(chunks, num_values, dst, scratch)
+        })
+    }
+
     /// Decodes one chunk into a new buffer of `num_values * value_width()` bytes.
     fn decompress(
         &self,
@@ -274,6 +311,22 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         self.decompress_into(chunk, num_values, storage, &mut out, &mut Vec::new())?;
         Ok(out)
     }
+}
+
+/// Appends `len` zero bytes to `out` and lets `decode` fill them; takes them back off when
+/// it fails.
+fn append_zeroed(
+    out: &mut MutableBuffer,
+    len: usize,
+    decode: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<()> {
+    let start = out.len();
+    out.extend_zeros(len);
+    let result = decode(&mut out.as_slice_mut()[start..]);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
 }
 
 /// `num_values * width`, or an error when it overflows.
@@ -304,7 +357,6 @@ pub(crate) fn check_uncompressed_run(
     width: usize,
     out: &[u8],
 ) -> Result<usize> {
-    let chunk_len = checked_len(num_values, width)?;
     if out.len() != chunks.len() {
         return Err(Error::invalid(format!(
             "output buffer holds {} bytes, {} uncompressed chunk bytes decode to as many",
@@ -312,6 +364,17 @@ pub(crate) fn check_uncompressed_run(
             chunks.len()
         )));
     }
+    uncompressed_run_chunk_len(chunks, num_values, width)
+}
+
+/// Checks that `chunks` is a whole number of uncompressed chunks of `num_values` values of
+/// `width` bytes; returns the bytes per chunk.
+pub(crate) fn uncompressed_run_chunk_len(
+    chunks: &[u8],
+    num_values: usize,
+    width: usize,
+) -> Result<usize> {
+    let chunk_len = checked_len(num_values, width)?;
     if chunk_len == 0 || !chunks.len().is_multiple_of(chunk_len) {
         return Err(Error::corrupt(format!(
             "{} bytes are not a whole number of uncompressed chunks of {num_values} values of {width} bytes",

@@ -27,15 +27,18 @@ mod x86;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
-type SplitKernel = fn(&[u8], &mut [MaybeUninit<u8>]);
-type Kernel = fn(&[u8], &mut [u8]);
+use arrow_buffer::MutableBuffer;
+
+/// A kernel of one width: reads `src`, writes every byte of the (possibly uninitialized)
+/// output, which is as long as `src`.
+type Kernel = fn(&[u8], &mut [MaybeUninit<u8>]);
 
 /// One set of kernels for widths 2, 4 and 8.
 #[derive(Clone, Copy)]
 pub(crate) struct KernelSet {
     /// Name of the instruction set, for reports.
     pub(crate) name: &'static str,
-    split: [SplitKernel; 3],
+    split: [Kernel; 3],
     unsplit: [Kernel; 3],
 }
 
@@ -94,9 +97,24 @@ mod x86_sets {
         "ssse3",
         &mut [std::mem::MaybeUninit<u8>]
     );
-    wrap!(unsplit2_sse2, x86::unsplit2_sse2, "sse2", &mut [u8]);
-    wrap!(unsplit4_sse2, x86::unsplit4_sse2, "sse2", &mut [u8]);
-    wrap!(unsplit8_sse2, x86::unsplit8_sse2, "sse2", &mut [u8]);
+    wrap!(
+        unsplit2_sse2,
+        x86::unsplit2_sse2,
+        "sse2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        unsplit4_sse2,
+        x86::unsplit4_sse2,
+        "sse2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        unsplit8_sse2,
+        x86::unsplit8_sse2,
+        "sse2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
     wrap!(
         split2_avx2,
         x86::split2_avx2,
@@ -115,9 +133,24 @@ mod x86_sets {
         "avx2",
         &mut [std::mem::MaybeUninit<u8>]
     );
-    wrap!(unsplit2_avx2, x86::unsplit2_avx2, "avx2", &mut [u8]);
-    wrap!(unsplit4_avx2, x86::unsplit4_avx2, "avx2", &mut [u8]);
-    wrap!(unsplit8_avx2, x86::unsplit8_avx2, "avx2", &mut [u8]);
+    wrap!(
+        unsplit2_avx2,
+        x86::unsplit2_avx2,
+        "avx2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        unsplit4_avx2,
+        x86::unsplit4_avx2,
+        "avx2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        unsplit8_avx2,
+        x86::unsplit8_avx2,
+        "avx2",
+        &mut [std::mem::MaybeUninit<u8>]
+    );
 
     pub(super) const SSSE3: KernelSet = KernelSet {
         name: "ssse3",
@@ -166,9 +199,21 @@ mod neon_sets {
     wrap!(split2, neon::split2_neon, &mut [std::mem::MaybeUninit<u8>]);
     wrap!(split4, neon::split4_neon, &mut [std::mem::MaybeUninit<u8>]);
     wrap!(split8, neon::split8_neon, &mut [std::mem::MaybeUninit<u8>]);
-    wrap!(unsplit2, neon::unsplit2_neon, &mut [u8]);
-    wrap!(unsplit4, neon::unsplit4_neon, &mut [u8]);
-    wrap!(unsplit8, neon::unsplit8_neon, &mut [u8]);
+    wrap!(
+        unsplit2,
+        neon::unsplit2_neon,
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        unsplit4,
+        neon::unsplit4_neon,
+        &mut [std::mem::MaybeUninit<u8>]
+    );
+    wrap!(
+        unsplit8,
+        neon::unsplit8_neon,
+        &mut [std::mem::MaybeUninit<u8>]
+    );
 
     pub(super) const NEON: KernelSet = KernelSet {
         name: "neon",
@@ -264,7 +309,7 @@ impl KernelSet {
     pub(crate) fn unsplit_chunks(
         &self,
         src: &[u8],
-        dst: &mut [u8],
+        dst: &mut [MaybeUninit<u8>],
         width: usize,
         chunk_bytes: usize,
     ) {
@@ -278,10 +323,15 @@ impl KernelSet {
         }
     }
 
-    pub(crate) fn unsplit(&self, src: &[u8], dst: &mut [u8], width: usize) {
+    /// Writes every byte of `dst`.
+    pub(crate) fn unsplit(&self, src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
         debug_assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
         match width {
-            1 => dst.copy_from_slice(src),
+            1 => {
+                for (d, &b) in dst.iter_mut().zip(src) {
+                    *d = MaybeUninit::new(b);
+                }
+            }
             2 => (self.unsplit[0])(src, dst),
             4 => (self.unsplit[1])(src, dst),
             8 => (self.unsplit[2])(src, dst),
@@ -329,7 +379,47 @@ pub(crate) fn split_chunks_append(src: &[u8], out: &mut Vec<u8>, width: usize, c
 /// Joins every `chunk_bytes` piece of `src` back into values in `dst`.
 #[inline]
 pub(crate) fn unsplit_chunks(src: &[u8], dst: &mut [u8], width: usize, chunk_bytes: usize) {
-    selected().unsplit_chunks(src, dst, width, chunk_bytes);
+    selected().unsplit_chunks(src, as_uninit(dst), width, chunk_bytes);
+}
+
+/// Joins `width` byte streams in `src` back into values appended to `out`, without first
+/// zeroing the bytes the kernel is about to write.
+#[inline]
+pub(crate) fn unsplit_append(src: &[u8], out: &mut MutableBuffer, width: usize) {
+    append_with(out, src.len(), |dst| selected().unsplit(src, dst, width));
+}
+
+/// Joins every `chunk_bytes` piece of `src` back into values appended to `out`, without
+/// first zeroing the bytes the kernels are about to write: whole BSS chunks decoded
+/// straight into an Arrow buffer.
+pub(crate) fn unsplit_chunks_append(
+    src: &[u8],
+    out: &mut MutableBuffer,
+    width: usize,
+    chunk_bytes: usize,
+) {
+    append_with(out, src.len(), |dst| {
+        selected().unsplit_chunks(src, dst, width, chunk_bytes);
+    });
+}
+
+/// Grows `out` by `len` bytes that `kernel` writes, all of them, into the spare capacity.
+/// Private to this module: only this module's kernels, which write every byte of the
+/// output they are given (tested byte by byte against the reference), are passed in.
+fn append_with(out: &mut MutableBuffer, len: usize, kernel: impl FnOnce(&mut [MaybeUninit<u8>])) {
+    out.reserve(len);
+    let start = out.len();
+    // SAFETY: `reserve` made `start + len <= capacity`, so the `len` bytes after the
+    // buffer's initialized part lie inside its allocation; `MaybeUninit<u8>` has the layout
+    // of `u8` and makes no claim about their contents; `out` is borrowed mutably, so
+    // nothing else aliases them while the slice lives.
+    let spare = unsafe {
+        std::slice::from_raw_parts_mut(out.as_mut_ptr().add(start).cast::<MaybeUninit<u8>>(), len)
+    };
+    kernel(spare);
+    // SAFETY: the kernel wrote every one of those `len` bytes, so `start + len` bytes are
+    // initialized, and `start + len <= capacity`.
+    unsafe { out.set_len(start + len) };
 }
 
 /// Views initialized bytes as possibly-uninitialized ones, for the split kernels.
@@ -342,7 +432,7 @@ fn as_uninit(bytes: &mut [u8]) -> &mut [MaybeUninit<u8>] {
 /// Joins `width` byte streams in `src` back into values of `width` bytes in `dst`.
 #[inline]
 pub(crate) fn unsplit(src: &[u8], dst: &mut [u8], width: usize) {
-    selected().unsplit(src, dst, width);
+    selected().unsplit(src, as_uninit(dst), width);
 }
 
 /// The plain reference transform, value by value, used by the tests to check every kernel.
@@ -400,7 +490,7 @@ mod tests {
                     set.split(&src, as_uninit(&mut split_out), width);
                     assert_eq!(split_out, expected, "{set:?} split width {width} n {n}");
                     let mut back = vec![0x55; src.len()];
-                    set.unsplit(&split_out, &mut back, width);
+                    set.unsplit(&split_out, as_uninit(&mut back), width);
                     assert_eq!(back, src, "{set:?} unsplit width {width} n {n}");
                 }
             }
@@ -445,7 +535,7 @@ mod tests {
                                 "{set:?} split w{width} n{n} +{offset} out +{out_offset}"
                             );
                             let mut back = vec![0; n * width + 128];
-                            set.unsplit(&expected, &mut back[out.clone()], width);
+                            set.unsplit(&expected, as_uninit(&mut back[out.clone()]), width);
                             assert_eq!(
                                 &back[out], src,
                                 "{set:?} unsplit w{width} n{n} +{offset} out +{out_offset}"
@@ -483,8 +573,19 @@ mod tests {
                     set.split_chunks(&src, as_uninit(&mut split), width, chunk_bytes);
                     assert_eq!(split, expected, "{set:?} w{width} chunks of {chunk_values}");
                     let mut back = vec![0x55; src.len()];
-                    set.unsplit_chunks(&split, &mut back, width, chunk_bytes);
+                    set.unsplit_chunks(&split, as_uninit(&mut back), width, chunk_bytes);
                     assert_eq!(back, src, "{set:?} w{width} chunks of {chunk_values}");
+                    // Appending to an Arrow buffer: after existing bytes (so the output
+                    // starts off alignment), growing it, twice.
+                    let mut buffer = MutableBuffer::new(0);
+                    buffer.extend_from_slice(&[1u8, 2, 3]);
+                    unsplit_chunks_append(&split, &mut buffer, width, chunk_bytes);
+                    unsplit_append(&split_reference(&src, width), &mut buffer, width);
+                    let bytes = buffer.as_slice();
+                    assert_eq!(bytes.len(), 3 + 2 * src.len());
+                    assert_eq!(bytes[..3], [1, 2, 3]);
+                    assert_eq!(bytes[3..3 + src.len()], src, "w{width} of {chunk_values}");
+                    assert_eq!(bytes[3 + src.len()..], src, "w{width} of {chunk_values}");
                 }
             }
         }

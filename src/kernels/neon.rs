@@ -93,10 +93,10 @@ pub(super) unsafe fn split8_neon(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
 /// # Safety
 /// The CPU must support NEON; `src.len() == dst.len()`, a multiple of 2.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn unsplit2_neon(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit2_neon(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 2;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let done = overlapping_blocks!(n, 16, unsplit_skew(d, W, 16), |i| {
         // SAFETY: i + 16 <= n: the loads read 16 bytes at j*n + i for j < W, the store
         // writes dst[W*i .. W*(i+16)], inside slices of n*W bytes.
@@ -111,10 +111,10 @@ pub(super) unsafe fn unsplit2_neon(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support NEON; `src.len() == dst.len()`, a multiple of 4.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn unsplit4_neon(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit4_neon(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 4;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let done = overlapping_blocks!(n, 16, unsplit_skew(d, W, 16), |i| {
         // SAFETY: i + 16 <= n: the loads read 16 bytes at j*n + i for j < W, the store
         // writes dst[W*i .. W*(i+16)], inside slices of n*W bytes.
@@ -134,10 +134,10 @@ pub(super) unsafe fn unsplit4_neon(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support NEON; `src.len() == dst.len()`, a multiple of 8.
 #[target_feature(enable = "neon")]
-pub(super) unsafe fn unsplit8_neon(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit8_neon(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 8;
     let n = src.len() / W;
-    let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+    let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
     let done = overlapping_blocks!(n, 16, unsplit_skew(d, W, 16), |i| {
         // SAFETY: i + 16 <= n: the loads read 16 bytes at j*n + i for j < W, the stores
         // write dst[W*i .. W*(i+16)], inside slices of n*W bytes.

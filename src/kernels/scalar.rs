@@ -1,7 +1,7 @@
 //! Portable kernels: no `unsafe`, blocked so each block of values stays in L1 while its
 //! bytes are scattered to (or gathered from) the streams, with fixed-size array views so
-//! the compiler drops the bounds checks of the inner loops. Split kernels write into
-//! possibly uninitialized output and write every byte of it.
+//! the compiler drops the bounds checks of the inner loops. Every kernel writes into
+//! possibly uninitialized output and writes every byte of it.
 
 use core::mem::MaybeUninit;
 
@@ -28,7 +28,7 @@ pub(super) fn split_const<const W: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>
 }
 
 /// Unsplit for a width known at compile time.
-pub(super) fn unsplit_const<const W: usize>(src: &[u8], dst: &mut [u8]) {
+pub(super) fn unsplit_const<const W: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     let n = src.len() / W;
     let mut i = 0;
     while i + BLOCK <= n {
@@ -40,7 +40,9 @@ pub(super) fn unsplit_const<const W: usize>(src: &[u8], dst: &mut [u8]) {
         let out = &mut dst[i * W..(i + BLOCK) * W];
         for (k, value) in out.chunks_exact_mut(W).enumerate().take(BLOCK) {
             let bytes: [u8; W] = core::array::from_fn(|j| streams[j][k & (BLOCK - 1)]);
-            value.copy_from_slice(&bytes);
+            for (o, b) in value.iter_mut().zip(bytes) {
+                *o = MaybeUninit::new(b);
+            }
         }
         i += BLOCK;
     }
@@ -58,11 +60,11 @@ pub(super) fn split_tail<const W: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>]
 }
 
 /// Unsplit of values `start..n`, value by value (the end of every kernel).
-pub(super) fn unsplit_tail<const W: usize>(src: &[u8], dst: &mut [u8], start: usize) {
+pub(super) fn unsplit_tail<const W: usize>(src: &[u8], dst: &mut [MaybeUninit<u8>], start: usize) {
     let n = src.len() / W;
     for i in start..n {
         for j in 0..W {
-            dst[i * W + j] = src[j * n + i];
+            dst[i * W + j] = MaybeUninit::new(src[j * n + i]);
         }
     }
 }
@@ -86,7 +88,7 @@ pub(super) fn split_any(src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
 }
 
 /// Unsplit for any width, blocked like [`split_any`].
-pub(super) fn unsplit_any(src: &[u8], dst: &mut [u8], width: usize) {
+pub(super) fn unsplit_any(src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
     let n = src.len() / width;
     let mut start = 0;
     while start < n {
@@ -95,7 +97,7 @@ pub(super) fn unsplit_any(src: &[u8], dst: &mut [u8], width: usize) {
         for j in 0..width {
             let stream = &src[j * n + start..j * n + end];
             for (value, &byte) in block.chunks_exact_mut(width).zip(stream) {
-                value[j] = byte;
+                value[j] = MaybeUninit::new(byte);
             }
         }
         start = end;

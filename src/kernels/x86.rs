@@ -148,7 +148,7 @@ fn transpose_words_8x8_128(x: [__m128i; 8]) -> [__m128i; 8] {
 /// # Safety
 /// The CPU must support SSE2; `src.len() == dst.len()`, a multiple of 2.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn unsplit2_sse2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit2_sse2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 2;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
@@ -170,7 +170,7 @@ pub(super) unsafe fn unsplit2_sse2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support SSE2; `src.len() == dst.len()`, a multiple of 4.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn unsplit4_sse2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit4_sse2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 4;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
@@ -198,7 +198,7 @@ pub(super) unsafe fn unsplit4_sse2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support SSE2; `src.len() == dst.len()`, a multiple of 8.
 #[target_feature(enable = "sse2")]
-pub(super) unsafe fn unsplit8_sse2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit8_sse2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 8;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
@@ -374,7 +374,7 @@ pub(super) unsafe fn split8_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
 /// # Safety
 /// The CPU must support AVX2; `src.len() == dst.len()`, a multiple of 2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 2;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
@@ -396,7 +396,7 @@ pub(super) unsafe fn unsplit2_avx2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support AVX2; `src.len() == dst.len()`, a multiple of 4.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 4;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
@@ -431,7 +431,7 @@ pub(super) unsafe fn unsplit4_avx2(src: &[u8], dst: &mut [u8]) {
 /// # Safety
 /// The CPU must support AVX2; `src.len() == dst.len()`, a multiple of 8.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [u8]) {
+pub(super) unsafe fn unsplit8_avx2(src: &[u8], dst: &mut [MaybeUninit<u8>]) {
     const W: usize = 8;
     let n = src.len() / W;
     let (s, d) = (src.as_ptr(), dst.as_mut_ptr().cast::<u8>());
