@@ -65,8 +65,8 @@ fn check(input: usize, output: usize, element_size: usize) -> Result<(), Shuffle
 /// Shuffles `data` (elements of `element_size` bytes) into a new buffer.
 pub fn shuffle(data: &[u8], element_size: usize) -> Result<Vec<u8>, ShuffleError> {
     check(data.len(), data.len(), element_size)?;
-    let mut out = vec![0; data.len()];
-    kernels::split(data, &mut out, element_size);
+    let mut out = Vec::new();
+    kernels::split_append(data, &mut out, element_size);
     Ok(out)
 }
 
@@ -80,8 +80,8 @@ pub fn shuffle_into(data: &[u8], out: &mut [u8], element_size: usize) -> Result<
 /// Undoes [`shuffle`].
 pub fn unshuffle(data: &[u8], element_size: usize) -> Result<Vec<u8>, ShuffleError> {
     check(data.len(), data.len(), element_size)?;
-    let mut out = vec![0; data.len()];
-    kernels::unsplit(data, &mut out, element_size);
+    let mut out = Vec::new();
+    kernels::unsplit_vec_append(data, &mut out, element_size);
     Ok(out)
 }
 

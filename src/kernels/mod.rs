@@ -384,6 +384,18 @@ pub(crate) fn unsplit_chunks(src: &[u8], dst: &mut [u8], width: usize, chunk_byt
 
 /// Joins `width` byte streams in `src` back into values appended to `out`, without first
 /// zeroing the bytes the kernel is about to write.
+pub(crate) fn unsplit_vec_append(src: &[u8], out: &mut Vec<u8>, width: usize) {
+    out.reserve(src.len());
+    let len = out.len();
+    selected().unsplit(src, &mut out.spare_capacity_mut()[..src.len()], width);
+    // SAFETY: `unsplit` writes every byte of the `src.len()` bytes of spare capacity it
+    // was given (checked byte by byte against the reference by the kernel tests), and
+    // `reserve` made that capacity available.
+    unsafe { out.set_len(len + src.len()) };
+}
+
+/// Joins `width` byte streams in `src` back into values appended to the Arrow buffer
+/// `out`, without first zeroing the bytes the kernel is about to write.
 #[inline]
 pub(crate) fn unsplit_append(src: &[u8], out: &mut MutableBuffer, width: usize) {
     append_with(out, src.len(), |dst| selected().unsplit(src, dst, width));
@@ -586,6 +598,10 @@ mod tests {
                     assert_eq!(bytes[..3], [1, 2, 3]);
                     assert_eq!(bytes[3..3 + src.len()], src, "w{width} of {chunk_values}");
                     assert_eq!(bytes[3 + src.len()..], src, "w{width} of {chunk_values}");
+                    let mut vec = vec![4u8];
+                    unsplit_vec_append(&split_reference(&src, width), &mut vec, width);
+                    assert_eq!(vec[0], 4);
+                    assert_eq!(vec[1..], src, "vec w{width} of {chunk_values}");
                 }
             }
         }
