@@ -178,6 +178,67 @@ fn lz4_shrinks_smooth_data_and_never_grows_random_data() {
     }
 }
 
+/// Chunks of one repeated value (fill values, zeros, a NaN payload, -0.0) get an LZ4
+/// block written directly: every page of them, and pages mixing them with other chunks,
+/// decode to the same bits, chunk by chunk too, and those chunks are tiny.
+#[test]
+fn chunks_of_one_repeated_value_round_trip_and_shrink() {
+    let fills: [f64; 5] = [
+        0.0,
+        -0.0,
+        9.969_209_968_386_869e36,
+        f64::from_bits(0x7FF8_0000_DEAD_BEEF),
+        1.5,
+    ];
+    for fill in fills {
+        for len in [1usize, 12, 13, 100, 1024, 3000, 4096] {
+            let noise = mixed_f64(len, len as u64);
+            // all one value, then every other 512-value chunk one value
+            let patterns: [Vec<f64>; 2] = [
+                vec![fill; len],
+                (0..len)
+                    .map(|i| if (i / 512) % 2 == 0 { fill } else { noise[i] })
+                    .collect(),
+            ];
+            for values in patterns {
+                let f64s: ArrayRef = Arc::new(Float64Array::from(values.clone()));
+                let f32s: ArrayRef = Arc::new(Float32Array::from(
+                    values.iter().map(|v| *v as f32).collect::<Vec<_>>(),
+                ));
+                for array in [f64s, f32s] {
+                    for encoding in [Encoding::Lz4, Encoding::BssLz4] {
+                        let context = format!("{fill} len {len} {} {encoding}", array.data_type());
+                        let page = encode_page(array.as_ref(), encoding).unwrap();
+                        let decoder = page.decoder(array.data_type()).unwrap();
+                        assert_same_bits(&array, decoder.decode().unwrap().as_ref(), &context);
+                        for c in 0..decoder.num_chunks() {
+                            let rows = decoder.chunk_rows(c).unwrap();
+                            let expected = array.slice(rows.start, rows.len());
+                            let chunk = decoder.decode_chunk(c).unwrap();
+                            assert_same_bits(&expected, chunk.as_ref(), &context);
+                            let constant = values[rows.clone()].windows(2).all(|w| {
+                                if array.data_type() == &DataType::Float64 {
+                                    w[0].to_bits() == w[1].to_bits()
+                                } else {
+                                    (w[0] as f32).to_bits() == (w[1] as f32).to_bits()
+                                }
+                            });
+                            if constant && rows.len() >= 512 {
+                                let bytes = page.chunks[c].num_bytes as usize;
+                                let width = array.data_type().primitive_width().unwrap();
+                                assert!(
+                                    bytes * 16 < rows.len() * width,
+                                    "{context}: chunk {c} {bytes}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Whole uncompressed chunks without validity decode as one run; chunks with nulls,
 /// compressed chunks and partial chunks break the run. Every range over such a page, by
 /// `decode_range` and `decode_into`, gives the right values and validity.

@@ -11,6 +11,7 @@ use std::cell::RefCell;
 
 use arrow_buffer::MutableBuffer;
 
+use super::repeats::{write_repeated_value_block, RepeatLayout};
 use super::{
     check_output, checked_len, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
     DEFAULT_ZSTD_LEVEL,
@@ -202,24 +203,28 @@ pub struct GeneralMiniBlockCompressor {
     inner: Box<dyn MiniBlockCompressor>,
     scheme: CompressionScheme,
     level: Option<i32>,
+    /// How the inner encoding lays out a chunk of one repeated value, for writing its LZ4
+    /// block directly (`repeats`).
+    repeat_layout: RepeatLayout,
 }
 
 impl GeneralMiniBlockCompressor {
     /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat or BSS
     /// encoder); nesting general compression is refused.
     pub fn try_new(inner: Box<dyn MiniBlockCompressor>, scheme: CompressionScheme) -> Result<Self> {
-        if matches!(
-            inner.array_encoding().array_encoding,
-            Some(array_encoding::ArrayEncoding::GeneralMiniBlock(_)) | None
-        ) {
-            return Err(Error::invalid(
-                "the inner encoding of general compression must be flat or byte_stream_split",
-            ));
-        }
+        let repeat_layout =
+            match inner.array_encoding().array_encoding {
+                Some(array_encoding::ArrayEncoding::Flat(_)) => RepeatLayout::Flat,
+                Some(array_encoding::ArrayEncoding::ByteStreamSplit(_)) => RepeatLayout::Split,
+                _ => return Err(Error::invalid(
+                    "the inner encoding of general compression must be flat or byte_stream_split",
+                )),
+            };
         Ok(Self {
             inner,
             scheme,
             level: None,
+            repeat_layout,
         })
     }
 
@@ -266,6 +271,17 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
+        if self.scheme == CompressionScheme::Lz4 {
+            // A chunk of one repeated value: its block is written, not searched for.
+            let start = out.len();
+            let width = self.inner.value_width();
+            if write_repeated_value_block(values, width, self.repeat_layout, out) {
+                if out.len() - start < values.len() {
+                    return Ok(ChunkStorage::Compressed);
+                }
+                out.truncate(start);
+            }
+        }
         scratch.clear();
         if self
             .inner

@@ -21,6 +21,7 @@ pub mod auto;
 pub mod byte_stream_split;
 pub mod flat;
 pub mod general;
+mod repeats;
 
 use std::fmt;
 use std::str::FromStr;
