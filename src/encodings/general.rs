@@ -23,7 +23,8 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding, Compression, Genera
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CompressionScheme {
-    /// LZ4 block format (lz4_flex, safe code only).
+    /// LZ4 block format: written by lz4_flex (safe code), or directly for a chunk of one
+    /// repeated value; read by liblz4's `LZ4_decompress_safe`.
     Lz4,
     /// Zstandard frames (the `zstd` crate, libzstd), one frame per chunk, with the
     /// decoded size in the frame header.
