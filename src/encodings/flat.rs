@@ -141,6 +141,10 @@ impl MiniBlockDecompressor for FlatDecompressor {
         1
     }
 
+    fn raw_chunks_are_values(&self) -> bool {
+        true
+    }
+
     fn decompress_into(
         &self,
         chunk: &[u8],

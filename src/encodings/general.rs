@@ -348,9 +348,16 @@ impl GeneralMiniBlockDecompressor {
         // the start and must write exactly `len` bytes (checked below), so no stale byte
         // survives a success, and this skips zeroing a chunk's worth per chunk.
         scratch.resize(len, 0);
+        self.decompress_exact(chunk, scratch)
+    }
+
+    /// Decompresses `chunk` into `out`, which it must fill exactly: a chunk decoding to
+    /// fewer or more bytes is corrupt.
+    fn decompress_exact(&self, chunk: &[u8], out: &mut [u8]) -> Result<()> {
+        let len = out.len();
         match self.scheme {
             CompressionScheme::Lz4 => {
-                let written = lz4_decompress(chunk, scratch)?;
+                let written = lz4_decompress(chunk, out)?;
                 // A valid block may decode to fewer bytes than asked for: not this chunk.
                 if written != len {
                     return Err(Error::corrupt(format!(
@@ -358,7 +365,10 @@ impl GeneralMiniBlockDecompressor {
                     )));
                 }
             }
-            CompressionScheme::Zstd => zstd_decompress(chunk, scratch)?,
+            CompressionScheme::Zstd => {
+                check_zstd_header(chunk, len)?;
+                zstd_decompress(chunk, out)?;
+            }
         }
         Ok(())
     }
@@ -386,6 +396,11 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
             return self
                 .inner
                 .decompress_into(chunk, num_values, storage, out, scratch);
+        }
+        if self.inner.raw_chunks_are_values() {
+            // Flat inside: the decompressed bytes are the values, so they go straight to
+            // `out` (checked for its exact length above) without a copy through scratch.
+            return self.decompress_exact(chunk, out);
         }
         self.decompress_to_scratch(chunk, len, scratch)?;
         self.inner

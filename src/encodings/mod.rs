@@ -226,6 +226,13 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
     /// allocated; a wrapper must forward its inner decompressor's bound.
     fn max_expansion(&self) -> usize;
 
+    /// Whether a raw chunk's values are its bytes as they are (the flat encoding), so a
+    /// wrapper may decompress straight into the output instead of through scratch space.
+    /// Defaults to false, which is always correct.
+    fn raw_chunks_are_values(&self) -> bool {
+        false
+    }
+
     /// Decodes one chunk of `num_values` values from `chunk` into `out`, which must hold
     /// exactly `num_values * value_width()` bytes. `scratch` is working space the caller
     /// keeps between calls, so decoding many chunks allocates at most once.
