@@ -32,7 +32,18 @@ fn sample_pages() -> Vec<EncodedPage> {
 
 fn try_decode(encoding: &ArrayEncoding, num_values: u64, bytes: &[u8]) -> miniblock::Result<()> {
     let decoder = PageDecoder::try_new(encoding, num_values, bytes)?;
-    decoder.decode()?;
+    let n = decoder.num_values();
+    let mut out = vec![0; n * decoder.value_width()];
+    // Both output paths: a caller's buffer (LZ4/Zstd around flat decompress straight into
+    // it) and new arrays (decoded into spare capacity).
+    let into = decoder.decode_into(0..n, &mut out, None);
+    let array = decoder.decode();
+    assert_eq!(
+        into.is_ok(),
+        array.is_ok(),
+        "decode_into and decode disagree"
+    );
+    array?;
     for c in 0..decoder.num_chunks() {
         decoder.decode_chunk(c)?;
     }

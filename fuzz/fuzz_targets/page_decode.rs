@@ -25,5 +25,9 @@ fuzz_target!(|data: &[u8]| {
         }
         let n = decoder.num_values();
         let _ = decoder.decode_range(n / 3..n - n / 4);
+        // Into a caller's buffer (the other output path), when it is of a sane size.
+        if let Some(len) = n.checked_mul(decoder.value_width()).filter(|&l| l <= 1 << 24) {
+            let _ = decoder.decode_into(0..n, &mut vec![0; len], None);
+        }
     }
 });

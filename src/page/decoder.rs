@@ -152,6 +152,12 @@ impl<'a> PageDecoder<'a> {
         &self.layout
     }
 
+    /// Bytes per value: a buffer for [`decode_into`](Self::decode_into) of `rows` holds
+    /// `rows.len() * value_width()` bytes.
+    pub fn value_width(&self) -> usize {
+        self.width
+    }
+
     /// Values (rows) in the page.
     pub fn num_values(&self) -> usize {
         self.layout.num_values()
