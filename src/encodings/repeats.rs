@@ -144,7 +144,7 @@ mod tests {
             ] {
                 for seed in [0u8, 0x3F, 0xA5] {
                     let value: Vec<u8> = (0..width)
-                        .map(|j| seed.wrapping_mul(j as u8 + 1) ^ (j as u8))
+                        .map(|j| seed.wrapping_mul((j as u8).wrapping_add(1)) ^ (j as u8))
                         .collect();
                     let values: Vec<u8> = value.iter().copied().cycle().take(n * width).collect();
                     for layout in [RepeatLayout::Flat, RepeatLayout::Split] {
