@@ -340,10 +340,8 @@ impl GeneralMiniBlockDecompressor {
     /// Decompresses `chunk` into `scratch`, which ends up exactly `len` bytes long: what
     /// the inner encoding wrote.
     fn decompress_to_scratch(&self, chunk: &[u8], len: usize, scratch: &mut Vec<u8>) -> Result<()> {
-        if self.scheme == CompressionScheme::Zstd {
-            // Before allocating: the frame header must record exactly this size.
-            check_zstd_header(chunk, len)?;
-        }
+        // `len` comes from the validated chunk table (at most one chunk's values), so this
+        // is bounded; a Zstd frame header is checked against it in `decompress_exact`.
         // Kept from the previous chunk, not cleared: both schemes write their output from
         // the start and must write exactly `len` bytes (checked below), so no stale byte
         // survives a success, and this skips zeroing a chunk's worth per chunk.

@@ -94,11 +94,8 @@ fn write_segment(pattern: &[u8], len: usize, last: bool, out: &mut Vec<u8>) {
     write_length_extension(match_len - MIN_MATCH, out);
     if last {
         // The segment's last five bytes: positions len-5..len of the repeated pattern.
-        let tail: Vec<u8> = (len - LAST_LITERALS..len)
-            .map(|i| pattern[i % period])
-            .collect();
         out.push((LAST_LITERALS as u8) << 4);
-        out.extend_from_slice(&tail);
+        out.extend((len - LAST_LITERALS..len).map(|i| pattern[i % period]));
     }
 }
 
