@@ -91,6 +91,7 @@ impl MiniBlockCompressor for ByteStreamSplitEncoder {
         out: &mut Vec<u8>,
         _: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
+        self.shape.check_chunk(values)?;
         kernels::split_append(values, out, self.shape.width);
         Ok(ChunkStorage::Raw)
     }

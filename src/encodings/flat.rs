@@ -61,6 +61,7 @@ impl MiniBlockCompressor for FlatEncoder {
         out: &mut Vec<u8>,
         _: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
+        self.shape.check_chunk(values)?;
         out.extend_from_slice(values);
         Ok(ChunkStorage::Raw)
     }

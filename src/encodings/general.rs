@@ -13,8 +13,8 @@ use arrow_buffer::MutableBuffer;
 
 use super::repeats::{write_repeated_value_block, RepeatLayout};
 use super::{
-    check_output, checked_len, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
-    DEFAULT_ZSTD_LEVEL,
+    check_chunk_input, check_output, checked_len, ChunkStorage, MiniBlockCompressor,
+    MiniBlockDecompressor, DEFAULT_ZSTD_LEVEL, TRUSTED_EXPANSION,
 };
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Compression, GeneralMiniBlock};
@@ -148,7 +148,134 @@ fn check_zstd_header(src: &[u8], len: usize) -> Result<()> {
     }
 }
 
-/// Decompresses one Zstd frame that must decode to exactly `dst.len()` bytes.
+/// How many decoded bytes a compressed chunk of `stored` bytes may claim before the claim
+/// is verified rather than allocated: [`TRUSTED_EXPANSION`] times its size, plus 64 KiB.
+fn trusted_len(stored: usize) -> usize {
+    stored
+        .saturating_mul(TRUSTED_EXPANSION)
+        .saturating_add(64 * 1024)
+}
+
+/// A valid LZ4 block may decode to fewer bytes than asked for: then it is not this chunk.
+fn check_lz4_len(written: usize, len: usize) -> Result<()> {
+    if written == len {
+        Ok(())
+    } else {
+        Err(Error::corrupt(format!(
+            "lz4 chunk decompressed to {written} bytes, expected {len}"
+        )))
+    }
+}
+
+/// The exact number of bytes the LZ4 block `block` decodes to, read off its sequences
+/// (token, literal length, literals, offset, match length) without decoding anything; an
+/// error as soon as it passes `limit` or the block's structure runs off its end. Offsets
+/// are not checked here: the decoder that runs afterwards checks them.
+///
+/// ```text
+/// token: high nibble = literal length (15: more length bytes follow, each added, until
+///        one below 255), low nibble = match length - 4 (15: likewise)
+/// sequence: token | [literal length bytes] | literals | offset u16 | [match length bytes]
+/// the last sequence ends after its literals
+/// ```
+pub(crate) fn lz4_decoded_len(block: &[u8], limit: usize) -> Result<usize> {
+    let bad = |what: &str| {
+        Error::corrupt(format!(
+            "lz4 chunk of {} bytes is not a valid block: {what}",
+            block.len()
+        ))
+    };
+    // Reads a length that starts at `base` (15 means extension bytes follow).
+    let extend = |mut pos: usize, base: usize| -> Result<(usize, usize)> {
+        let mut len = base;
+        if base == 15 {
+            loop {
+                let byte = *block
+                    .get(pos)
+                    .ok_or_else(|| bad("a length runs off its end"))?;
+                pos += 1;
+                len = len.saturating_add(usize::from(byte));
+                if byte != 255 {
+                    break;
+                }
+            }
+        }
+        Ok((pos, len))
+    };
+    let mut pos = 0usize;
+    let mut total = 0usize;
+    loop {
+        let token = *block
+            .get(pos)
+            .ok_or_else(|| bad("it ends before a token"))?;
+        let (after, literals) = extend(pos + 1, usize::from(token >> 4))?;
+        pos = after
+            .checked_add(literals)
+            .filter(|&end| end <= block.len())
+            .ok_or_else(|| bad("literals run off its end"))?;
+        total = total.saturating_add(literals);
+        if pos == block.len() {
+            return Ok(total);
+        }
+        if pos + 2 > block.len() {
+            return Err(bad("it ends inside an offset"));
+        }
+        let (after, matched) = extend(pos + 2, usize::from(token & 15))?;
+        pos = after;
+        total = total.saturating_add(matched + 4);
+        if total > limit {
+            return Err(Error::corrupt(format!(
+                "lz4 chunk of {} bytes decodes to more than the {limit} bytes it should",
+                block.len()
+            )));
+        }
+    }
+}
+
+/// Decodes one Zstd frame whose header records `len` decoded bytes into `out` through
+/// libzstd's streaming decoder, growing `out` only as output really comes (doubling, up
+/// to `len`): the path for chunks that claim more than [`trusted_len`].
+fn zstd_decompress_growing(src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<()> {
+    use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
+    let corrupt = |what: String| {
+        Error::corrupt(format!(
+            "zstd chunk of {} bytes does not decompress to {len} bytes: {what}",
+            src.len()
+        ))
+    };
+    out.clear();
+    let mut dctx = DCtx::try_create()
+        .ok_or_else(|| Error::invalid("zstd decompression context: out of memory"))?;
+    let mut input = InBuffer::around(src);
+    loop {
+        if out.len() == out.capacity() && out.len() < len {
+            let grow = out.capacity().max(64 * 1024).min(len - out.len());
+            out.reserve_exact(grow);
+        }
+        let (before_in, before_out) = (input.pos(), out.len());
+        let pos = out.len();
+        let mut output = OutBuffer::around_pos(out, pos);
+        let hint = dctx
+            .decompress_stream(&mut output, &mut input)
+            .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_owned()))?;
+        drop(output);
+        if hint == 0 {
+            break;
+        }
+        if input.pos() == before_in && out.len() == before_out {
+            return Err(corrupt("the frame ends early".to_owned()));
+        }
+    }
+    if out.len() != len || input.pos() != src.len() {
+        return Err(corrupt(format!(
+            "it decoded {} bytes from {} of its bytes",
+            out.len(),
+            input.pos()
+        )));
+    }
+    Ok(())
+}
+
 /// Decodes the LZ4 block `src` into `dst` (at most `dst.len()` bytes), returning how many
 /// bytes it wrote. This is liblz4's `LZ4_decompress_safe` (through the `lz4` crate), the
 /// decoder of the reference implementation that is built for hostile input: it never
@@ -272,6 +399,7 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
         out: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
+        check_chunk_input(values, self.inner.value_width(), self.inner.chunk_values())?;
         if self.scheme == CompressionScheme::Lz4 {
             // A chunk of one repeated value: its block is written, not searched for.
             let start = out.len();
@@ -338,15 +466,42 @@ impl GeneralMiniBlockDecompressor {
 
 impl GeneralMiniBlockDecompressor {
     /// Decompresses `chunk` into `scratch`, which ends up exactly `len` bytes long: what
-    /// the inner encoding wrote.
+    /// the inner encoding wrote. `len` comes from the validated chunk table, but it is
+    /// still only a claim: up to [`TRUSTED_EXPANSION`] times the chunk's bytes (plus
+    /// 64 KiB) it is allocated at once; beyond that the claim is verified first (an LZ4
+    /// block's exact decoded size is read off its sequences; a Zstd frame decodes into a
+    /// buffer that grows only as output really comes), so a lying chunk table cannot make
+    /// a reader allocate much more than the bytes it holds.
     fn decompress_to_scratch(&self, chunk: &[u8], len: usize, scratch: &mut Vec<u8>) -> Result<()> {
-        // `len` comes from the validated chunk table (at most one chunk's values), so this
-        // is bounded; a Zstd frame header is checked against it in `decompress_exact`.
-        // Kept from the previous chunk, not cleared: both schemes write their output from
-        // the start and must write exactly `len` bytes (checked below), so no stale byte
-        // survives a success, and this skips zeroing a chunk's worth per chunk.
-        scratch.resize(len, 0);
-        self.decompress_exact(chunk, scratch)
+        let trusted = len <= trusted_len(chunk.len());
+        match self.scheme {
+            CompressionScheme::Lz4 => {
+                if !trusted {
+                    let real = lz4_decoded_len(chunk, len)?;
+                    if real != len {
+                        return Err(Error::corrupt(format!(
+                            "lz4 chunk of {} bytes decodes to {real} bytes, expected {len}",
+                            chunk.len()
+                        )));
+                    }
+                }
+                // Kept from the previous chunk, not cleared: LZ4 writes its output from
+                // the start and must write exactly `len` bytes (checked), so no stale
+                // byte survives a success, and this skips zeroing a chunk per chunk.
+                scratch.resize(len, 0);
+                let written = lz4_decompress(chunk, scratch)?;
+                check_lz4_len(written, len)
+            }
+            CompressionScheme::Zstd => {
+                check_zstd_header(chunk, len)?;
+                if trusted {
+                    scratch.resize(len, 0);
+                    zstd_decompress(chunk, scratch)
+                } else {
+                    zstd_decompress_growing(chunk, len, scratch)
+                }
+            }
+        }
     }
 
     /// Decompresses `chunk` into `out`, which it must fill exactly: a chunk decoding to
@@ -356,12 +511,7 @@ impl GeneralMiniBlockDecompressor {
         match self.scheme {
             CompressionScheme::Lz4 => {
                 let written = lz4_decompress(chunk, out)?;
-                // A valid block may decode to fewer bytes than asked for: not this chunk.
-                if written != len {
-                    return Err(Error::corrupt(format!(
-                        "lz4 chunk decompressed to {written} bytes, expected {len}"
-                    )));
-                }
+                check_lz4_len(written, len)?;
             }
             CompressionScheme::Zstd => {
                 check_zstd_header(chunk, len)?;

@@ -36,6 +36,17 @@ pub use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder}
 pub use flat::{FlatDecompressor, FlatEncoder};
 pub use general::{CompressionScheme, GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
 
+/// How many times its stored size a compressed chunk may claim to decode to before the
+/// claim is verified instead of allocated (and how much a page decoder reserves up front
+/// at most): typical data fits, and a lying chunk table cannot make a reader allocate much
+/// more than the bytes it holds.
+pub const TRUSTED_EXPANSION: usize = 32;
+
+/// Largest decoded chunk, in bytes, that an encoder writes and a decoder accepts
+/// (`chunk_values * value_width`): 1 GiB, so no chunk table can claim more than an encoder
+/// would ever have written.
+pub const MAX_CHUNK_BYTES: usize = 1 << 30;
+
 /// Bytes in a default chunk: 1024 values of 32 bits, 512 of 64 bits.
 pub const CHUNK_BYTES: usize = 4096;
 
@@ -310,14 +321,17 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         storage: ChunkStorage,
     ) -> Result<Vec<u8>> {
         let len = checked_len(num_values, self.value_width())?;
-        if num_values > MAX_CHUNK_VALUES {
+        if num_values > MAX_CHUNK_VALUES || len > MAX_CHUNK_BYTES {
             return Err(Error::invalid(format!(
-                "a chunk holds at most {MAX_CHUNK_VALUES} values, asked for {num_values}"
+                "a chunk holds at most {MAX_CHUNK_VALUES} values and {MAX_CHUNK_BYTES} bytes, asked for {num_values} values of {} bytes",
+                self.value_width()
             )));
         }
-        let mut out = vec![0; len];
-        self.decompress_into(chunk, num_values, storage, &mut out, &mut Vec::new())?;
-        Ok(out)
+        // Appended rather than allocated up front, so the crate's decompressors allocate
+        // only once the chunk's bytes are checked to hold what it claims.
+        let mut out = MutableBuffer::new(0);
+        self.decompress_append(chunk, num_values, storage, &mut out, &mut Vec::new())?;
+        Ok(out.as_slice().to_vec())
     }
 }
 
@@ -424,6 +438,11 @@ impl ChunkShape {
         })
     }
 
+    /// Checks one chunk's input against this shape ([`check_chunk_input`]).
+    pub(crate) fn check_chunk(&self, values: &[u8]) -> Result<()> {
+        check_chunk_input(values, self.width, self.chunk_values)
+    }
+
     /// The same width in chunks of `chunk_values` values.
     pub(crate) fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
         check_encoder_chunk(chunk_values, self.width)?;
@@ -434,11 +453,30 @@ impl ChunkShape {
     }
 }
 
+/// Checks one chunk handed to a compressor: a whole number of `width`-byte values, and at
+/// most `chunk_values` of them. Every `compress_chunk` of the crate checks this before its
+/// kernel runs, so a caller's mistake is an error, never a partly written chunk.
+pub(crate) fn check_chunk_input(values: &[u8], width: usize, chunk_values: usize) -> Result<()> {
+    if width == 0 || !values.len().is_multiple_of(width) {
+        return Err(Error::invalid(format!(
+            "{} bytes are not a whole number of {width}-byte values",
+            values.len()
+        )));
+    }
+    if values.len() / width > chunk_values {
+        return Err(Error::invalid(format!(
+            "a chunk holds at most {chunk_values} values, got {}",
+            values.len() / width
+        )));
+    }
+    Ok(())
+}
+
 /// Checks a chunk size an encoder was given for values of `width` bytes: a power of two
 /// from 2 to [`MAX_CHUNK_VALUES`], whose chunks fit the 4 GiB a chunk table entry holds.
 pub(crate) fn check_encoder_chunk(chunk_values: usize, width: usize) -> Result<()> {
     ChunkPlan::new(0, chunk_values)?;
-    if chunk_values * width > u32::MAX as usize / 2 {
+    if chunk_values.saturating_mul(width) > MAX_CHUNK_BYTES {
         return Err(Error::invalid(format!(
             "chunks of {chunk_values} values of {width} bytes are too large"
         )));

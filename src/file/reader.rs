@@ -101,7 +101,8 @@ impl<R: Read + Seek> FileReader<R> {
         })
     }
 
-    /// Whether whole-page reads check each page's CRC32C (on by default). Turning it off
+    /// Whether reads check CRC32Cs (on by default): a whole page against its page checksum,
+    /// a row range against the checksums of the chunks it fetches. Turning it off
     /// is an explicit opt-out for callers who verify bytes elsewhere.
     pub fn set_verify_checksums(&mut self, verify: bool) {
         self.verify_checksums = verify;
@@ -167,6 +168,26 @@ impl<R: Read + Seek> FileReader<R> {
         for index in first..end.max(first) {
             let page = &self.footer.columns[column].pages[index];
             let layout = page_layout(page, width).map_err(|e| in_page(e, &field, index))?;
+            if !field.is_nullable() && layout.chunks().iter().any(|c| c.has_validity) {
+                // Decoding would drop the nulls the chunks record: a footer that says
+                // otherwise is damaged, not a reason to alter the data.
+                return Err(in_page(
+                    Error::corrupt("the column is not nullable but its chunks carry nulls"),
+                    &field,
+                    index,
+                ));
+            }
+            if !page.chunk_crc32c.is_empty() && page.chunk_crc32c.len() != layout.num_chunks() {
+                return Err(in_page(
+                    Error::corrupt(format!(
+                        "{} chunk checksums for {} chunks",
+                        page.chunk_crc32c.len(),
+                        layout.num_chunks()
+                    )),
+                    &field,
+                    index,
+                ));
+            }
             if layout.data_len() as u64 != page.length {
                 return Err(in_page(
                     Error::corrupt(format!(
@@ -187,7 +208,7 @@ impl<R: Read + Seek> FileReader<R> {
         }
         let len = usize::try_from(rows.end - rows.start)
             .map_err(|_| Error::invalid("row range does not fit in memory"))?;
-        // Reserve what the pages can hold at 32x expansion; beyond that (Zstd, or a lie)
+        // Reserve what the pages can hold at RESERVE_EXPANSION times their size; beyond that (Zstd, or a lie)
         // the buffer grows only as chunks really decode.
         let stored: u64 = plans
             .iter()
@@ -252,11 +273,39 @@ impl<R: Read + Seek> FileReader<R> {
                 .with_data_type(data_type)?;
             return decoder.decode_append(local, out, validity);
         }
-        // Only the chunks the rows overlap.
+        // Only the chunks the rows overlap, each checked against its own CRC32C; a page
+        // written without chunk checksums is read whole so that its page CRC32C covers
+        // what is returned.
         let chunks = layout.chunks_for_rows(local.clone());
-        let bytes = layout.byte_range(chunks.clone());
+        let whole_page = self.verify_checksums && page.chunk_crc32c.is_empty();
+        let bytes = if whole_page {
+            0..layout.data_len()
+        } else {
+            layout.byte_range(chunks.clone())
+        };
         buffer.resize(bytes.len(), 0);
         read_exact_at(&mut self.source, page.offset + bytes.start as u64, buffer)?;
+        if whole_page {
+            if crc32c::crc32c(buffer) != page.crc32c {
+                return Err(Error::corrupt(
+                    "page checksum mismatch: the page's bytes are damaged",
+                ));
+            }
+            let decoder = PageDecoder::with_layout(decompressor, layout, buffer)?
+                .with_data_type(data_type)?;
+            return decoder.decode_append(local, out, validity);
+        }
+        if self.verify_checksums {
+            for (index, chunk) in layout.chunks()[chunks.clone()].iter().enumerate() {
+                let at = chunk.offset - bytes.start..chunk.offset - bytes.start + chunk.num_bytes;
+                if crc32c::crc32c(&buffer[at]) != page.chunk_crc32c[chunks.start + index] {
+                    return Err(Error::corrupt(format!(
+                        "chunk {} checksum mismatch: the chunk's bytes are damaged",
+                        chunks.start + index
+                    )));
+                }
+            }
+        }
         let (first_row, num_values, table) = layout.sub_page(chunks);
         let decoder =
             PageDecoder::from_parts(encoding, num_values, &table, layout.format(), buffer)?
@@ -312,16 +361,18 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
         fields.push(Field::new(column.name.clone(), data_type, column.nullable));
         page_starts.push(starts);
     }
-    let schema = Schema::new(fields);
-    // Duplicate names would make lookups ambiguous.
-    for (i, f) in schema.fields().iter().enumerate() {
-        if schema.fields()[..i].iter().any(|g| g.name() == f.name()) {
+    // Duplicate names would make lookups ambiguous. One pass with a set: a footer of many
+    // columns costs time in proportion to its size.
+    let mut seen = std::collections::HashSet::with_capacity(fields.len());
+    for f in &fields {
+        if !seen.insert(f.name().as_str()) {
             return Err(Error::corrupt(format!(
                 "column name {:?} appears twice",
                 f.name()
             )));
         }
     }
+    let schema = Schema::new(fields);
     Ok((Arc::new(schema), page_starts))
 }
 

@@ -210,21 +210,23 @@ impl<W: Write> FileWriter<W> {
                         .collect::<Result<_>>()?,
                 );
             }
-            // Each page with the CRC32C of its bytes.
+            // Each page with the CRC32C of each chunk and of its whole data.
             let encode_one = |column: &ColumnWriter, page: &ArrayRef| {
                 column.encoder.encode(page.as_ref()).map(|p| {
-                    let crc = crc32c::crc32c(&p.data);
-                    (p, crc)
+                    let crcs = p.checksums();
+                    (p, crcs)
                 })
             };
-            let encode = |(column, pages): (&ColumnWriter, &Vec<ArrayRef>)| -> Result<Vec<(EncodedPage, u32)>> {
-                if self.parallel {
-                    pages.par_iter().map(|p| encode_one(column, p)).collect()
-                } else {
-                    pages.iter().map(|p| encode_one(column, p)).collect()
-                }
-            };
-            let encoded: Vec<Vec<(EncodedPage, u32)>> = if self.parallel {
+            type Checked = (EncodedPage, (Vec<u32>, u32));
+            let encode =
+                |(column, pages): (&ColumnWriter, &Vec<ArrayRef>)| -> Result<Vec<Checked>> {
+                    if self.parallel {
+                        pages.par_iter().map(|p| encode_one(column, p)).collect()
+                    } else {
+                        pages.iter().map(|p| encode_one(column, p)).collect()
+                    }
+                };
+            let encoded: Vec<Vec<Checked>> = if self.parallel {
                 self.columns
                     .par_iter()
                     .zip(&inputs)
@@ -238,7 +240,7 @@ impl<W: Write> FileWriter<W> {
                     .collect::<Result<_>>()?
             };
             for (column, pages) in self.columns.iter_mut().zip(encoded) {
-                for (page, crc32c) in pages {
+                for (page, (chunk_crc32c, crc32c)) in pages {
                     let length = page.data.len() as u64;
                     self.sink.write_all(&page.data).map_err(|e| {
                         io_error(e, &format!("writing a page of column {:?}", column.name))
@@ -254,6 +256,7 @@ impl<W: Write> FileWriter<W> {
                             ChunkTableFormat::Narrow => 0,
                             format @ ChunkTableFormat::Wide => format.entry_bytes() as u32,
                         },
+                        chunk_crc32c,
                     });
                     self.offset += length;
                 }

@@ -24,7 +24,7 @@ macro_rules! overlapping_blocks {
                 $body
             }
             let mut $i: usize = $skew;
-            debug_assert!($i < $b);
+            assert!($i < $b, "block skew out of range");
             if $i == 0 {
                 $i = $b;
             }

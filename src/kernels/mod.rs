@@ -71,10 +71,16 @@ mod x86_sets {
     macro_rules! wrap {
         ($name:ident, $kernel:path, $feature:tt, $dst:ty) => {
             fn $name(src: &[u8], dst: $dst) {
-                debug_assert!(std::is_x86_feature_detected!($feature));
-                // SAFETY: this function is reachable only through a KernelSet returned by
-                // `available()` after detecting the feature; the callers of `split` and
-                // `unsplit` guarantee equal lengths that are whole numbers of values.
+                // Real checks, not debug ones: this is a safe function, and the kernel's
+                // contract (the feature, equal lengths) is what keeps it in bounds.
+                assert!(std::is_x86_feature_detected!($feature));
+                assert_eq!(
+                    src.len(),
+                    dst.len(),
+                    "kernel input and output lengths differ"
+                );
+                // SAFETY: the CPU has the feature and the lengths are equal (both checked
+                // above); the kernels need nothing else to stay in bounds.
                 unsafe { $kernel(src, dst) }
             }
         };
@@ -188,10 +194,15 @@ mod neon_sets {
     macro_rules! wrap {
         ($name:ident, $kernel:path, $dst:ty) => {
             fn $name(src: &[u8], dst: $dst) {
-                debug_assert!(std::arch::is_aarch64_feature_detected!("neon"));
-                // SAFETY: this function is reachable only through a KernelSet returned by
-                // `available()` after detecting NEON; the callers of `split` and
-                // `unsplit` guarantee equal lengths that are whole numbers of values.
+                // Real checks, not debug ones: this is a safe function.
+                assert!(std::arch::is_aarch64_feature_detected!("neon"));
+                assert_eq!(
+                    src.len(),
+                    dst.len(),
+                    "kernel input and output lengths differ"
+                );
+                // SAFETY: the CPU has NEON and the lengths are equal (both checked above);
+                // the kernels need nothing else to stay in bounds.
                 unsafe { $kernel(src, dst) }
             }
         };
@@ -269,9 +280,11 @@ pub fn selected_name() -> &'static str {
 }
 
 impl KernelSet {
-    /// Writes every byte of `dst`.
+    /// Writes every byte of `dst`. Panics unless `src` and `dst` have the same length, a
+    /// whole number of `width`-byte values: the callers that expose `dst` as initialized
+    /// rely on every byte being written, so this is checked for real.
     pub(crate) fn split(&self, src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
-        debug_assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
+        check_lengths(src.len(), dst.len(), width);
         match width {
             1 => {
                 for (d, &b) in dst.iter_mut().zip(src) {
@@ -294,8 +307,7 @@ impl KernelSet {
         width: usize,
         chunk_bytes: usize,
     ) {
-        debug_assert!(chunk_bytes > 0 && chunk_bytes.is_multiple_of(width));
-        debug_assert!(src.len() == dst.len() && src.len().is_multiple_of(chunk_bytes));
+        check_chunk_lengths(src.len(), dst.len(), width, chunk_bytes);
         for (s, d) in src
             .chunks_exact(chunk_bytes)
             .zip(dst.chunks_exact_mut(chunk_bytes))
@@ -313,8 +325,7 @@ impl KernelSet {
         width: usize,
         chunk_bytes: usize,
     ) {
-        debug_assert!(chunk_bytes > 0 && chunk_bytes.is_multiple_of(width));
-        debug_assert!(src.len() == dst.len() && src.len().is_multiple_of(chunk_bytes));
+        check_chunk_lengths(src.len(), dst.len(), width, chunk_bytes);
         for (s, d) in src
             .chunks_exact(chunk_bytes)
             .zip(dst.chunks_exact_mut(chunk_bytes))
@@ -323,9 +334,9 @@ impl KernelSet {
         }
     }
 
-    /// Writes every byte of `dst`.
+    /// Writes every byte of `dst`. Panics like [`split`](Self::split).
     pub(crate) fn unsplit(&self, src: &[u8], dst: &mut [MaybeUninit<u8>], width: usize) {
-        debug_assert!(width > 0 && src.len() == dst.len() && src.len().is_multiple_of(width));
+        check_lengths(src.len(), dst.len(), width);
         match width {
             1 => {
                 for (d, &b) in dst.iter_mut().zip(src) {
@@ -338,6 +349,28 @@ impl KernelSet {
             _ => scalar::unsplit_any(src, dst, width),
         }
     }
+}
+
+/// Panics unless `src_len == dst_len` is a whole number of `width`-byte values: the
+/// condition under which a kernel writes every output byte.
+fn check_lengths(src_len: usize, dst_len: usize, width: usize) {
+    assert!(
+        width > 0 && src_len == dst_len && src_len.is_multiple_of(width),
+        "kernel called with {src_len} input bytes, {dst_len} output bytes, width {width}"
+    );
+}
+
+/// Panics unless `src_len == dst_len` is a whole number of chunks of `chunk_bytes`, each
+/// a whole number of `width`-byte values.
+fn check_chunk_lengths(src_len: usize, dst_len: usize, width: usize, chunk_bytes: usize) {
+    assert!(
+        width > 0
+            && chunk_bytes > 0
+            && chunk_bytes.is_multiple_of(width)
+            && src_len == dst_len
+            && src_len.is_multiple_of(chunk_bytes),
+        "chunked kernel called with {src_len} input bytes, {dst_len} output bytes, width {width}, chunks of {chunk_bytes}"
+    );
 }
 
 /// Splits `src` (values of `width` bytes, back to back) into `width` byte streams in `dst`.

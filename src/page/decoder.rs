@@ -15,9 +15,9 @@ use crate::error::{Error, Result};
 use crate::proto::encodings::ArrayEncoding;
 
 /// Output reserved up front for decoding is at most this many times the stored bytes (plus
-/// 64 KiB); past it, buffers grow as chunks really decode. Typical ratios fit, and a page
-/// lying about its sizes cannot make a reader allocate much more than its own size.
-pub(crate) const RESERVE_EXPANSION: usize = 32;
+/// 64 KiB); past it, buffers grow as chunks really decode. Most pages fit, and a page lying
+/// about its sizes cannot make a reader reserve more than a few times its own size.
+pub(crate) const RESERVE_EXPANSION: usize = 4;
 
 /// Decodes one page: whole, chunk by chunk, or a row range touching only the chunks it
 /// overlaps.
@@ -191,10 +191,13 @@ impl<'a> PageDecoder<'a> {
     /// Decodes rows `rows`, reading only the chunks they overlap.
     pub fn decode_range(&self, rows: Range<usize>) -> Result<ArrayRef> {
         let len = self.check_rows(&rows)?;
-        let mut values = MutableBuffer::new(self.reserve_for(rows.clone())?);
+        let reserve = self.reserve_for(rows.clone())?;
+        let mut values = MutableBuffer::new(reserve);
+        // Validity is reserved for as many rows as the values are (its bits grow with the
+        // chunks that really decode), not for the rows the page claims.
         let mut validity = self
             .has_validity(rows.clone())
-            .then(|| BooleanBufferBuilder::new(len));
+            .then(|| BooleanBufferBuilder::new(len.min(reserve / self.width.max(1) + 1)));
         self.decode_append(rows, &mut values, validity.as_mut())?;
         build_array(&self.data_type, values, len, validity)
     }
@@ -207,8 +210,8 @@ impl<'a> PageDecoder<'a> {
     }
 
     /// Bytes to reserve for decoding `rows`: all of them, unless the chunks claim to
-    /// expand more than 32 times (possible with Zstd, or a lie), in which case the buffer
-    /// grows only as chunks really decode.
+    /// expand more than [`RESERVE_EXPANSION`] times (compressible data, or a lie), in which
+    /// case the buffer grows only as chunks really decode.
     pub(crate) fn reserve_for(&self, rows: Range<usize>) -> Result<usize> {
         let len = checked_len(self.check_rows(&rows)?, self.width)?;
         let stored = self.layout.byte_range(self.chunks_for_rows(rows)).len();
@@ -234,7 +237,7 @@ impl<'a> PageDecoder<'a> {
         self.check_rows(&rows)?;
         let (values_len, validity_len) = (values.len(), validity.as_ref().map(|v| v.len()));
         let mut scratch = Vec::new();
-        let mut partial = Vec::new();
+        let mut partial = MutableBuffer::new(0);
         for piece in self.pieces(rows) {
             let appended = self.append_piece(
                 &piece,
@@ -261,7 +264,7 @@ impl<'a> PageDecoder<'a> {
         values: &mut MutableBuffer,
         validity: Option<&mut BooleanBufferBuilder>,
         scratch: &mut Vec<u8>,
-        partial: &mut Vec<u8>,
+        partial: &mut MutableBuffer,
     ) -> Result<()> {
         let chunk = &self.layout.chunks()[piece.chunks.start];
         let whole = piece.rows.len() == chunk.num_values && piece.chunks.len() == 1;
@@ -321,7 +324,7 @@ impl<'a> PageDecoder<'a> {
         }
         let w = self.width;
         let mut scratch = Vec::new();
-        let mut partial = Vec::new();
+        let mut partial = MutableBuffer::new(0);
         for piece in self.pieces(rows.clone()) {
             let out = (piece.rows.start - rows.start) * w..(piece.rows.end - rows.start) * w;
             self.decode_piece(
@@ -385,7 +388,7 @@ impl<'a> PageDecoder<'a> {
         out: &mut [u8],
         validity: Option<&mut BooleanBufferBuilder>,
         scratch: &mut Vec<u8>,
-        partial: &mut Vec<u8>,
+        partial: &mut MutableBuffer,
     ) -> Result<()> {
         if piece.chunks.len() == 1 {
             return self.decode_chunk_rows(
@@ -422,7 +425,7 @@ impl<'a> PageDecoder<'a> {
         out: &mut [u8],
         validity: Option<&mut BooleanBufferBuilder>,
         scratch: &mut Vec<u8>,
-        partial: &mut Vec<u8>,
+        partial: &mut MutableBuffer,
     ) -> Result<()> {
         let w = self.width;
         let chunk = &self.layout.chunks()[index];
@@ -434,12 +437,14 @@ impl<'a> PageDecoder<'a> {
                 .decompress_into(encoded, n, chunk.storage, out, scratch)
                 .map_err(|e| in_chunk(e, index))?;
         } else {
-            partial.resize(n * w, 0);
+            // Appended, not resized up front: the whole chunk is allocated only once its
+            // bytes have been checked to hold it (see `decompress_append`).
+            partial.clear();
             self.decompressor
-                .decompress_into(encoded, n, chunk.storage, partial, scratch)
+                .decompress_append(encoded, n, chunk.storage, partial, scratch)
                 .map_err(|e| in_chunk(e, index))?;
             let from = rows.start - chunk.first_row;
-            out.copy_from_slice(&partial[from * w..(from + rows.len()) * w]);
+            out.copy_from_slice(&partial.as_slice()[from * w..(from + rows.len()) * w]);
         }
         if let Some(validity) = validity {
             let local = rows.start - chunk.first_row..rows.end - chunk.first_row;

@@ -3,7 +3,9 @@
 use std::ops::Range;
 
 use super::{ChunkMeta, ChunkTableFormat};
-use crate::encodings::{ChunkStorage, MiniBlockDecompressor, MAX_CHUNK_VALUES, MAX_LOG_NUM_VALUES};
+use crate::encodings::{
+    ChunkStorage, MiniBlockDecompressor, MAX_CHUNK_BYTES, MAX_CHUNK_VALUES, MAX_LOG_NUM_VALUES,
+};
 use crate::error::{Error, Result};
 
 /// Where a chunk is and what it holds, validated against the page.
@@ -232,7 +234,11 @@ fn locate_chunks(
                 "chunk {index} is marked compressed but the page's encoding has no compression"
             )));
         }
-        let decoded = count * width;
+        let decoded = count.checked_mul(width).filter(|&d| d <= MAX_CHUNK_BYTES).ok_or_else(|| {
+            Error::corrupt(format!(
+                "chunk {index} claims {count} values of {width} bytes, more than the {MAX_CHUNK_BYTES} bytes an encoder writes"
+            ))
+        })?;
         let plausible = match meta.storage {
             ChunkStorage::Raw => value_bytes == decoded,
             // A scheme expands by at most its own bound (LZ4 ~255x); beyond is a lie.
