@@ -35,8 +35,14 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// The counters are global: tests that measure run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `f`, returning the peak of bytes allocated beyond those live before, and the time.
 fn measure(f: impl FnOnce()) -> (usize, Duration) {
+    let _one_at_a_time = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let before = LIVE.load(Ordering::SeqCst);
     PEAK.store(before, Ordering::SeqCst);
     let start = Instant::now();
@@ -265,6 +271,178 @@ fn huge_claims_allocate_little_and_fail_fast() {
         assert!(
             elapsed < Duration::from_millis(200),
             "{what}: took {elapsed:?}"
+        );
+    }
+}
+
+/// A standalone page (`u32 header | table | data`) of `chunks`, each given as its table
+/// entry fields and its bytes; `wide` picks 8-byte entries.
+fn standalone_page(wide: bool, chunks: &[(u32, u8, u8)], data: &[u8]) -> Vec<u8> {
+    let header = chunks.len() as u32 | if wide { 1 << 31 } else { 0 };
+    let mut page = header.to_le_bytes().to_vec();
+    for &(num_bytes, log, flags) in chunks {
+        if wide {
+            page.extend_from_slice(&num_bytes.to_le_bytes());
+            page.extend_from_slice(&[log, flags, 0, 0]);
+        } else {
+            page.extend_from_slice(&(num_bytes as u16).to_le_bytes());
+            page.extend_from_slice(&[log, flags]);
+        }
+    }
+    page.extend_from_slice(data);
+    page
+}
+
+/// The bound the README states for a hostile page: a few times the bytes present (the
+/// output reserve is at most 4x the data; a parsed chunk table takes 12x its 4-byte
+/// entries) plus a small constant. No output is returned, so none is asked for.
+fn assert_bounded(what: &str, input: usize, run: impl FnOnce() -> bool) {
+    let mut failed = false;
+    let (peak, elapsed) = measure(|| failed = run());
+    assert!(failed, "{what}: accepted");
+    assert!(
+        peak <= 12 * input + (1 << 20),
+        "{what}: {peak} bytes allocated for {input} input bytes"
+    );
+    assert!(elapsed < Duration::from_secs(2), "{what}: took {elapsed:?}");
+}
+
+/// The attacks of the review: validity reserved for claimed rows, scratch zero-filled for
+/// a claimed chunk size before its frame header was read, LZ4 chunks claiming 256x.
+#[test]
+fn claimed_counts_do_not_drive_allocation() {
+    // 100,000 BSS+Zstd chunks of 1-byte values, each claiming 65,536 values in 2 bytes
+    // (within Zstd's 32768x), the last with validity: ~800 MB of validity was reserved.
+    let chunks = 100_000usize;
+    let mut entries = vec![(2u32, 16u8, 2u8); chunks - 1];
+    entries.push((8192 + 2, 0, 3));
+    let mut data = vec![0u8; (chunks - 1) * 2];
+    data.extend(std::iter::repeat_n(0xFF, 8192));
+    data.extend_from_slice(&[0, 0]);
+    let page = standalone_page(false, &entries, &data);
+    let encoding = Encoding::BssZstd.compressor(8).unwrap().array_encoding();
+    let num_values = chunks as u64 * 65536;
+    assert_bounded("100,000 chunks claiming 65,536 values", page.len(), || {
+        PageDecoder::try_new(&encoding, num_values, &page)
+            .and_then(|d| d.decode())
+            .is_err()
+    });
+
+    // One wide-table Zstd chunk of 16,384-byte values (1 GiB claimed, the largest chunk
+    // an encoder writes) from 128 KiB: once with no frame header, once with a frame
+    // header that records exactly the claimed size over garbage.
+    let values = 65_536u64;
+    let mut headed = vec![0x28, 0xB5, 0x2F, 0xFD, 0xE0];
+    headed.extend_from_slice(&(values * 16_384).to_le_bytes());
+    for (what, prefix) in [
+        ("no frame header", vec![]),
+        ("a lying frame header", headed),
+    ] {
+        let mut data = prefix;
+        data.resize(128 * 1024, 0x5A);
+        let page = standalone_page(true, &[(data.len() as u32, 0, 2)], &data);
+        for encoding in [Encoding::Zstd, Encoding::BssZstd] {
+            let message = encoding.compressor(16_384 * 8).unwrap().array_encoding();
+            assert_bounded(
+                &format!("{encoding} 1 GiB chunk, {what}"),
+                page.len(),
+                || {
+                    PageDecoder::try_new(&message, values, &page)
+                        .and_then(|d| d.decode())
+                        .is_err()
+                },
+            );
+            assert_bounded(
+                &format!("{encoding} 1 GiB chunk, {what}, rows 1..2"),
+                page.len(),
+                || {
+                    PageDecoder::try_new(&message, values, &page)
+                        .and_then(|d| d.decode_range(1..2))
+                        .is_err()
+                },
+            );
+        }
+    }
+    // More than an encoder writes: one 4 GiB chunk is refused before anything else.
+    let data = vec![0u8; 128 * 1024];
+    let page = standalone_page(true, &[(data.len() as u32, 0, 2)], &data);
+    let message = Encoding::Zstd
+        .compressor(65_536 * 8)
+        .unwrap()
+        .array_encoding();
+    assert_bounded("4 GiB chunk", page.len(), || {
+        PageDecoder::try_new(&message, 65_536, &page).is_err()
+    });
+
+    // LZ4: four 4 MiB chunks claiming 1 GiB each (256x, within LZ4's bound) in a 16 MiB
+    // page whose blocks are well-formed but decode to far less.
+    let block: Vec<u8> = std::iter::repeat_n([0x0Fu8, 1, 0, 0xFF, 0xFF, 0x10], 4 * 1024 * 1024 / 6)
+        .flatten()
+        .chain([0x10, 0x55])
+        .collect();
+    let entries = [
+        (block.len() as u32, 16, 2),
+        (block.len() as u32, 16, 2),
+        (block.len() as u32, 16, 2),
+        (block.len() as u32, 0, 2),
+    ];
+    let data: Vec<u8> = (0..4).flat_map(|_| block.iter().copied()).collect();
+    let page = standalone_page(true, &entries, &data);
+    for encoding in [Encoding::Lz4, Encoding::BssLz4] {
+        let message = encoding.compressor(16_384 * 8).unwrap().array_encoding();
+        assert_bounded(
+            &format!("{encoding} 16 MiB page claiming 4 GiB"),
+            page.len(),
+            || {
+                PageDecoder::try_new(&message, 4 * 65_536, &page)
+                    .and_then(|d| d.decode())
+                    .is_err()
+            },
+        );
+        assert_bounded(
+            &format!("{encoding} 16 MiB page claiming 4 GiB, rows 1..2"),
+            page.len(),
+            || {
+                PageDecoder::try_new(&message, 4 * 65_536, &page)
+                    .and_then(|d| d.decode_range(1..2))
+                    .is_err()
+            },
+        );
+    }
+}
+
+/// A footer of 200,000 columns opens in time proportional to its size (the duplicate-name
+/// check was quadratic), once with distinct names and once with the last name repeated.
+#[test]
+fn many_columns_open_in_linear_time() {
+    let columns = |n: usize, repeat_last: bool| -> Vec<pb::Column> {
+        (0..n)
+            .map(|i| pb::Column {
+                name: if repeat_last && i + 1 == n {
+                    "c0".to_owned()
+                } else {
+                    format!("c{i}")
+                },
+                value_type: pb::ValueType::Float64 as i32,
+                ..pb::Column::default()
+            })
+            .collect()
+    };
+    for repeat_last in [false, true] {
+        let file = file_with_footer(&[], 0, columns(200_000, repeat_last));
+        assert!(file.len() > 1_000_000);
+        let mut failed = false;
+        let (peak, elapsed) = measure(|| failed = FileReader::open(Cursor::new(&file)).is_err());
+        assert_eq!(failed, repeat_last, "repeat_last {repeat_last}");
+        assert!(
+            peak <= 64 * file.len(),
+            "{peak} bytes for a {}-byte file",
+            file.len()
+        );
+        assert!(
+            elapsed < Duration::from_secs(3),
+            "{} bytes of footer took {elapsed:?}",
+            file.len()
         );
     }
 }

@@ -214,6 +214,15 @@ pub(crate) fn lz4_decoded_len(block: &[u8], limit: usize) -> Result<usize> {
             .filter(|&end| end <= block.len())
             .ok_or_else(|| bad("literals run off its end"))?;
         total = total.saturating_add(literals);
+        let past_limit = || {
+            Error::corrupt(format!(
+                "lz4 chunk of {} bytes decodes to more than the {limit} bytes it should",
+                block.len()
+            ))
+        };
+        if total > limit {
+            return Err(past_limit());
+        }
         if pos == block.len() {
             return Ok(total);
         }
@@ -224,10 +233,7 @@ pub(crate) fn lz4_decoded_len(block: &[u8], limit: usize) -> Result<usize> {
         pos = after;
         total = total.saturating_add(matched + 4);
         if total > limit {
-            return Err(Error::corrupt(format!(
-                "lz4 chunk of {} bytes decodes to more than the {limit} bytes it should",
-                block.len()
-            )));
+            return Err(past_limit());
         }
     }
 }

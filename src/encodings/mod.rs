@@ -750,3 +750,78 @@ fn decompressor_at_depth(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chunk that is not a whole number of values, or holds more than a chunk, is an
+    /// error through every compressor, and nothing is appended: the kernels used to leave
+    /// the tail of `out` uninitialized behind a length that claimed it. Runs under Miri
+    /// (the Zstd encodings call C, which Miri cannot run).
+    #[test]
+    fn compressors_refuse_chunks_that_are_not_whole_values() {
+        let encodings: &[Encoding] = if cfg!(miri) {
+            &[
+                Encoding::Plain,
+                Encoding::Bss,
+                Encoding::Lz4,
+                Encoding::BssLz4,
+            ]
+        } else {
+            &Encoding::ALL
+        };
+        for &encoding in encodings {
+            for bits in [16u64, 32, 64, 40] {
+                let compressor = encoding.compressor(bits).unwrap();
+                let width = compressor.value_width();
+                let too_many = vec![7u8; (compressor.chunk_values() + 1) * width];
+                for values in [&[1u8, 2, 3, 4, 5][..], &[9; 13][..], &too_many[..]] {
+                    if values.len().is_multiple_of(width) && values.len() != too_many.len() {
+                        continue;
+                    }
+                    let mut out = vec![0xEE];
+                    let mut scratch = Vec::new();
+                    let result = compressor.compress_chunk(values, &mut out, &mut scratch);
+                    assert!(
+                        result.is_err(),
+                        "{encoding} {bits}-bit accepted {} bytes",
+                        values.len()
+                    );
+                    assert_eq!(out, [0xEE], "{encoding} {bits}-bit wrote into out");
+                }
+            }
+        }
+    }
+
+    /// The LZ4 size scan agrees with the decoder on real blocks, and refuses cut blocks.
+    #[test]
+    fn lz4_decoded_len_reads_real_blocks() {
+        let mut x = 0x1234_5678_u32;
+        for len in (0..3000).step_by(if cfg!(miri) { 397 } else { 7 }) {
+            let data: Vec<u8> = (0..len)
+                .map(|i| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    if i % 5 == 0 {
+                        (x >> 24) as u8
+                    } else {
+                        (i / 40) as u8
+                    }
+                })
+                .collect();
+            let block = lz4_flex::block::compress(&data);
+            assert_eq!(general::lz4_decoded_len(&block, usize::MAX).unwrap(), len);
+            if len > 0 {
+                assert!(general::lz4_decoded_len(&block, len - 1).is_err());
+                for cut in [1, block.len() / 2, block.len() - 1] {
+                    let prefix = &block[..cut];
+                    assert_ne!(
+                        general::lz4_decoded_len(prefix, usize::MAX).ok(),
+                        Some(len),
+                        "a {cut}-byte prefix of a {len}-byte block"
+                    );
+                }
+            }
+        }
+    }
+}

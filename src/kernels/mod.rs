@@ -640,6 +640,32 @@ mod tests {
         }
     }
 
+    /// The safe wrappers refuse lengths under which a kernel would leave output bytes
+    /// unwritten (they used to check this only in debug builds).
+    #[test]
+    fn kernels_refuse_partial_values() {
+        for set in available() {
+            for width in [2usize, 3, 4, 8] {
+                let src = vec![1u8; width * 3 + 1];
+                let mut dst = vec![0u8; src.len()];
+                let split = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    set.split(&src, as_uninit(&mut dst), width);
+                }));
+                assert!(split.is_err(), "{set:?} split width {width}");
+                let unsplit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    set.unsplit(&src[1..], as_uninit(&mut dst), width);
+                }));
+                assert!(unsplit.is_err(), "{set:?} unsplit of unequal lengths");
+            }
+        }
+        let mut out = Vec::new();
+        let append = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            split_append(&[1, 2, 3, 4, 5], &mut out, 4);
+        }));
+        assert!(append.is_err());
+        assert!(out.is_empty(), "nothing exposed");
+    }
+
     #[test]
     fn the_selected_set_is_the_best_available() {
         if std::env::var("MINIBLOCK_KERNELS").is_err() {
