@@ -34,6 +34,12 @@
 //! compressor and decompressor pairs, and `auto`), [`page`] (chunking, validity, the chunk table,
 //! decoding), [`file`](mod@file) (column files), [`proto`] (the protobuf messages), [`error`].
 
+// Sizes read from files (u64 page lengths and offsets, value counts times widths) are
+// converted to usize after checks written for a 64-bit usize; rather than audit every one
+// for a 32-bit target, the crate refuses to build there.
+#[cfg(not(target_pointer_width = "64"))]
+compile_error!("miniblock supports 64-bit targets only (its size checks assume a 64-bit usize)");
+
 pub mod encodings;
 pub mod error;
 pub mod file;

@@ -119,16 +119,30 @@ fn raw_encode_decode_is_bit_exact_for_every_encoding() {
         ]);
         assert!(out.contains("70000 rows"), "{out}");
         let decoded = dir.path().join("back.f32");
-        ok(&["decode", s(&encoded), s(&decoded)]);
+        ok(&["decode", "-f", s(&encoded), s(&decoded)]);
         assert_eq!(fs::read(&decoded).unwrap(), original, "{encoding}");
         // a row range, across a page boundary
-        ok(&["decode", s(&encoded), s(&decoded), "--rows", "9990..20010"]);
+        ok(&[
+            "decode",
+            "-f",
+            s(&encoded),
+            s(&decoded),
+            "--rows",
+            "9990..20010",
+        ]);
         assert_eq!(
             fs::read(&decoded).unwrap(),
             original[9990 * 4..20010 * 4],
             "{encoding} rows"
         );
-        ok(&["decode", s(&encoded), s(&decoded), "--rows", "69999.."]);
+        ok(&[
+            "decode",
+            "-f",
+            s(&encoded),
+            s(&decoded),
+            "--rows",
+            "69999..",
+        ]);
         assert_eq!(
             fs::read(&decoded).unwrap(),
             original[69999 * 4..],
@@ -238,7 +252,14 @@ fn parquet_and_ipc_inputs() {
 
     for input in [&parquet_path, &ipc_path] {
         let encoded = dir.path().join("table.mb");
-        ok(&["encode", s(input), s(&encoded), "--page-values", "1000"]);
+        ok(&[
+            "encode",
+            "-f",
+            s(input),
+            s(&encoded),
+            "--page-values",
+            "1000",
+        ]);
         let inspect = ok(&["inspect", s(&encoded)]);
         assert!(
             inspect.contains("2 column(s)") && inspect.contains("column \"b\": Float64, nullable"),
@@ -251,11 +272,12 @@ fn parquet_and_ipc_inputs() {
         assert!(err.contains("--column") && err.contains("a, b"), "{err}");
         assert!(!out.exists());
         // Arrow output keeps validity
-        ok(&["decode", s(&encoded), s(&out), "--column", "b"]);
+        ok(&["decode", "-f", s(&encoded), s(&out), "--column", "b"]);
         let back = read_ipc(&out);
         assert_eq!(back.column(0).to_data(), batch.column(1).to_data());
         ok(&[
             "decode",
+            "--force",
             s(&encoded),
             s(&out),
             "--column",
@@ -273,6 +295,7 @@ fn parquet_and_ipc_inputs() {
         let raw = dir.path().join("b.bin");
         ok(&[
             "decode",
+            "-f",
             s(&encoded),
             s(&raw),
             "--column",
@@ -286,7 +309,7 @@ fn parquet_and_ipc_inputs() {
         assert_eq!(raw[..8], [0; 8]);
         assert_eq!(raw[8..16], (1.0f64 / 8.0).to_le_bytes());
         // only the named column
-        ok(&["encode", s(input), s(&encoded), "--column", "b"]);
+        ok(&["encode", "-f", s(input), s(&encoded), "--column", "b"]);
         assert!(ok(&["inspect", s(&encoded)]).contains("1 column(s)"));
         // a named variable-width column is an error naming it and its type
         let refused = dir.path().join("refused.mb");
@@ -531,8 +554,8 @@ fn every_shared_data_set_round_trips_through_the_cli() {
         ] {
             let encoded = dir.path().join("f.mb");
             let decoded = dir.path().join(format!("f.{ext}"));
-            ok(&["encode", s(file), s(&encoded), "--encoding", encoding]);
-            ok(&["decode", s(&encoded), s(&decoded)]);
+            ok(&["encode", "-f", s(file), s(&encoded), "--encoding", encoding]);
+            ok(&["decode", "-f", s(&encoded), s(&decoded)]);
             assert!(
                 fs::read(&decoded).unwrap() == original,
                 "{} with {encoding} is not bit-exact",
@@ -580,7 +603,7 @@ fn integer_decimal_and_binary_columns_go_through_the_cli() {
     );
     for (i, name) in ["n", "price", "code"].into_iter().enumerate() {
         let back = dir.path().join(format!("{name}.arrow"));
-        ok(&["decode", s(&encoded), s(&back), "--column", name]);
+        ok(&["decode", "-f", s(&encoded), s(&back), "--column", name]);
         let read = read_ipc(&back);
         assert_eq!(
             read.column(0).to_data(),
@@ -590,11 +613,11 @@ fn integer_decimal_and_binary_columns_go_through_the_cli() {
     }
     // integers as .npy with their numpy type; others as raw records
     let npy = dir.path().join("n.npy");
-    ok(&["decode", s(&encoded), s(&npy), "--column", "n"]);
+    ok(&["decode", "-f", s(&encoded), s(&npy), "--column", "n"]);
     let bytes = fs::read(&npy).unwrap();
     assert!(String::from_utf8_lossy(&bytes[..128]).contains("'descr': '<i8'"));
     let npy = dir.path().join("code.npy");
-    ok(&["decode", s(&encoded), s(&npy), "--column", "code"]);
+    ok(&["decode", "-f", s(&encoded), s(&npy), "--column", "code"]);
     let bytes = fs::read(&npy).unwrap();
     assert!(String::from_utf8_lossy(&bytes[..128]).contains("'descr': '|V3'"));
     assert_eq!(bytes.len() % 64, (50_000 * 3) % 64);

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array};
+use arrow_array::{Array, ArrayRef, Float32Array, Float64Array};
 use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
 use miniblock::page::ChunkTableFormat;
 use miniblock::proto::encodings::ArrayEncoding;
@@ -248,4 +248,50 @@ fn validity_padding_bits_must_be_zero() {
     let err = try_decode(&page.encoding, 3, &bytes).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
     assert!(err.to_string().contains("chunk 0"), "{err}");
+}
+
+/// Chunks that really expand past what a decoder allocates on trust (32x their size plus
+/// 64 KiB) take the verified paths, the LZ4 size scan and the growing Zstd stream decode,
+/// and still decode bit for bit, whole and in part.
+#[test]
+fn highly_compressible_large_chunks_decode_through_the_verified_paths() {
+    use miniblock::encodings::EncoderOptions;
+    let values: Vec<f64> = (0..65_536 * 2 + 77)
+        .map(|i| if i % 20_000 == 0 { f64::from(i) } else { -0.0 })
+        .collect();
+    let array = Float64Array::from(values.clone());
+    let options = EncoderOptions::default()
+        .with_chunk_values(Some(65_536))
+        .unwrap();
+    for encoding in [
+        Encoding::Lz4,
+        Encoding::BssLz4,
+        Encoding::Zstd,
+        Encoding::BssZstd,
+    ] {
+        let encoder = miniblock::PageEncoder::for_strategy(encoding.into(), 8, &options).unwrap();
+        let page = encoder.encode(&array).unwrap();
+        let chunk = page.chunks[0];
+        assert!(
+            (chunk.num_bytes as usize) * 32 + 65_536 < 65_536 * 8,
+            "{encoding}: chunk of {} bytes does not expand past the trusted bound",
+            chunk.num_bytes
+        );
+        let decoder = page.decoder(&arrow_schema::DataType::Float64).unwrap();
+        let back = decoder.decode().unwrap();
+        let back = back.as_any().downcast_ref::<Float64Array>().unwrap();
+        assert!(
+            back.values()
+                .iter()
+                .zip(&values)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{encoding}"
+        );
+        let part = decoder.decode_range(70_000..70_010).unwrap();
+        assert_eq!(
+            part.to_data(),
+            back.slice(70_000, 10).to_data(),
+            "{encoding}"
+        );
+    }
 }

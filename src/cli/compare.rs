@@ -41,6 +41,9 @@ pub struct Args {
     /// Also draw compression ratio against decode speed as an SVG.
     #[arg(long, value_name = "OUT.svg")]
     plot: Option<PathBuf>,
+    /// Overwrite an existing plot file.
+    #[arg(short = 'f', long)]
+    force: bool,
     /// Timed runs per measurement (the median is reported).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
     runs: u64,
@@ -60,6 +63,7 @@ impl Default for Args {
             zstd_level: miniblock::encodings::DEFAULT_ZSTD_LEVEL,
             json: false,
             plot: None,
+            force: false,
             runs: 5,
             page_values: None,
         }
@@ -304,7 +308,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     };
     let strategies = args.strategies();
     if !args.json {
-        println!(
+        say!(
             "miniblock compare: pages of {} values, median of {} runs, zstd level {}, {} on {} ({} threads)",
             args.page_values
                 .map_or_else(|| "1 MiB of".to_owned(), |n| n.to_string()),
@@ -317,11 +321,18 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             },
             cpu_name(),
             std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-        );
-        println!(
+        )?;
+        say!(
             "\n{:<34} {:>9} {:>6} {:<9} {:>11} {:>7} {:>8} {:>8}  auto chose",
-            "dataset", "values", "chunk", "encoding", "bytes", "ratio", "enc GB/s", "dec GB/s"
-        );
+            "dataset",
+            "values",
+            "chunk",
+            "encoding",
+            "bytes",
+            "ratio",
+            "enc GB/s",
+            "dec GB/s"
+        )?;
     }
     let mut all = Vec::new();
     let mut checks = Vec::new();
@@ -354,7 +365,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                     .iter()
                     .map(|&e| measure(&dataset, &column, e, &options, args.page_values, args.runs))
                     .collect::<Result<Vec<_>, _>>()?;
-                report(args, &results, &mut checks);
+                report(args, &results, &mut checks)?;
                 all.extend(results);
             }
             bar.inc(input_bytes(&column));
@@ -362,24 +373,28 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         bar.finish_and_clear();
     }
     if !args.json && !checks.is_empty() {
-        print_checks(&checks);
+        print_checks(&checks)?;
     }
     if let Some(path) = &args.plot {
         let svg = plot::svg(&all);
-        output::atomic_write(path, |w| {
-            use std::io::Write;
+        let inputs: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+        output::write_output(path, &inputs, args.force, |w| {
             w.write_all(svg.as_bytes())
-                .map_err(|e| CliError::new(format!("writing {}: {e}", path.display())))
+                .map_err(|e| output::write_error(path, &e))
         })?;
         if !args.json {
-            println!("\nplot written to {}", path.display());
+            say!("\nplot written to {}", path.display())?;
         }
     }
     Ok(())
 }
 
 /// Prints one data set at one chunk size, and records its auto rows' checks.
-fn report(args: &Args, results: &[Measurement], checks: &mut Vec<(Measurement, AutoCheck)>) {
+fn report(
+    args: &Args,
+    results: &[Measurement],
+    checks: &mut Vec<(Measurement, AutoCheck)>,
+) -> Result<(), CliError> {
     let fixed: Vec<&Measurement> = results
         .iter()
         .filter(|m| matches!(m.strategy, Strategy::Fixed(_)))
@@ -424,9 +439,9 @@ fn report(args: &Args, results: &[Measurement], checks: &mut Vec<(Measurement, A
                     doc["encode_speed_vs_chosen"] = json!(check.speed_vs_chosen);
                 }
             }
-            println!("{doc}");
+            say!("{doc}")?;
         } else {
-            println!(
+            say!(
                 "{:<34} {:>9} {:>5}K {:<9} {:>11} {:>7.3} {:>8.2} {:>8.2}  {}{}",
                 m.dataset,
                 m.values,
@@ -438,27 +453,33 @@ fn report(args: &Args, results: &[Measurement], checks: &mut Vec<(Measurement, A
                 m.decode_gbps,
                 chosen,
                 if is_best { "  * best ratio" } else { "" }
-            );
+            )?;
         }
     }
+    Ok(())
 }
 
 /// The auto floors, one line per auto row.
-fn print_checks(checks: &[(Measurement, AutoCheck)]) {
-    println!(
+fn print_checks(checks: &[(Measurement, AutoCheck)]) -> Result<(), CliError> {
+    say!(
         "\nauto against the fixed encodings (floors: size <= 1.02x the best fixed with auto:0, <= 1.01x lz4; encode speed >= 0.5x the chosen encoding's)"
-    );
-    println!(
+    )?;
+    say!(
         "{:<34} {:>6} {:<9} {:>12} {:>10} {:>14}  verdict",
-        "dataset", "chunk", "encoding", "size/best", "size/lz4", "speed/chosen"
-    );
+        "dataset",
+        "chunk",
+        "encoding",
+        "size/best",
+        "size/lz4",
+        "speed/chosen"
+    )?;
     let fmt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"));
     for (m, c) in checks {
         let size_only = matches!(m.strategy, Strategy::Auto(o) if o.min_gain() == 0.0);
         let pass = (!size_only || c.vs_best <= 1.02)
             && c.vs_lz4.is_none_or(|v| v <= 1.01)
             && c.speed_vs_chosen.is_none_or(|v| v >= 0.5);
-        println!(
+        say!(
             "{:<34} {:>5}K {:<9} {:>12.3} {:>10} {:>14}  {}",
             m.dataset,
             m.chunk_bytes / 1024,
@@ -467,8 +488,9 @@ fn print_checks(checks: &[(Measurement, AutoCheck)]) {
             fmt(c.vs_lz4),
             fmt(c.speed_vs_chosen),
             if pass { "pass" } else { "FAIL" }
-        );
+        )?;
     }
+    Ok(())
 }
 
 fn input_bytes(column: &ArrayRef) -> u64 {

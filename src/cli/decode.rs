@@ -1,7 +1,7 @@
 //! `miniblock decode INPUT OUTPUT`.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::BufReader;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,8 +30,11 @@ pub enum Format {
 pub struct Args {
     /// A miniblock column file.
     input: PathBuf,
-    /// Where to write the column.
+    /// Where to write the column (`-`: standard output).
     output: PathBuf,
+    /// Overwrite OUTPUT if it exists.
+    #[arg(short = 'f', long)]
+    force: bool,
     /// The column to decode (may be left out when the file has one column).
     #[arg(long, value_name = "NAME")]
     column: Option<String>,
@@ -156,7 +159,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     )]));
     let out_shown = args.output.display().to_string();
     let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
-    output::atomic_write(&args.output, |sink| {
+    output::write_output(&args.output, &[&args.input], args.force, |sink| {
         let mut read = |step: Range<u64>| -> Result<ArrayRef, CliError> {
             let array = reader
                 .read_column_range(column, step)
@@ -169,12 +172,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 if format == Format::Npy {
                     let descr = npy_descr(field.data_type(), width);
                     sink.write_all(&output::npy_header(&descr, len))
-                        .map_err(|e| write_err(&e))?;
+                        .map_err(|e| output::write_error(&args.output, &e))?;
                 }
                 for step in steps {
                     let array = read(step)?;
                     sink.write_all(&le_bytes(array.as_ref()))
-                        .map_err(|e| write_err(&e))?;
+                        .map_err(|e| output::write_error(&args.output, &e))?;
                 }
             }
             Format::Arrow => {
@@ -192,12 +195,18 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Ok(())
     })?;
     bar.finish_and_clear();
-    println!(
+    let line = format!(
         "wrote {out_shown}: column {:?}, rows {}..{} ({len} values, {:?})",
         field.name(),
         rows.start,
         rows.end,
         format
     );
-    Ok(())
+    // Values went to standard output: the summary must not mix with them.
+    if args.output.as_os_str() == "-" {
+        eprintln!("{line}");
+        Ok(())
+    } else {
+        say!("{line}")
+    }
 }

@@ -11,10 +11,14 @@ use super::{input, output, parse_strategy, progress, CliError, Dtype, EncoderArg
 /// Arguments of `encode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Input: .f32/.f64 raw little-endian floats, .npy, Arrow IPC (.arrow/.feather) or .parquet.
+    /// Input: .f32/.f64 raw little-endian floats, .npy, Arrow IPC (.arrow/.feather) or
+    /// .parquet; `-` reads raw values of `--dtype` from standard input.
     input: PathBuf,
-    /// The miniblock column file to write.
+    /// The miniblock column file to write (`-`: standard output).
     output: PathBuf,
+    /// Overwrite OUTPUT if it exists.
+    #[arg(short = 'f', long)]
+    force: bool,
     /// Encoding of the pages: auto (chosen per page by trial on a sample), auto:GAIN
     /// (a slower-decoding encoding must save GAIN, e.g. auto:0 for the smallest), or one
     /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd.
@@ -35,9 +39,30 @@ pub struct Args {
 
 /// Runs `encode`.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let mut columns = args.columns.clone();
-    columns.dedup();
+    let mut columns: Vec<String> = Vec::with_capacity(args.columns.len());
+    for name in &args.columns {
+        if columns.contains(name) {
+            return Err(CliError::new(format!(
+                "--column {name:?} is given twice; a file cannot hold two columns of one name"
+            )));
+        }
+        columns.push(name.clone());
+    }
     let mut input = input::open(&args.input, args.dtype, &columns)?;
+    // Checked before anything is written, so no file is left behind for it.
+    let mut names = std::collections::HashSet::new();
+    if let Some(twice) = input
+        .schema
+        .fields()
+        .iter()
+        .find(|f| !names.insert(f.name()))
+    {
+        return Err(CliError::new(format!(
+            "{}: two columns are named {:?}; a miniblock file needs distinct names (pick columns with --column)",
+            args.input.display(),
+            twice.name()
+        )));
+    }
     let bar = progress::bar(input.file_bytes, "encoding");
     let options = WriteOptions {
         strategy: args.encoding,
@@ -48,7 +73,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let schema = input.schema.clone();
     let shown = args.output.display().to_string();
     let mut rows = 0u64;
-    output::atomic_write(&args.output, |sink| {
+    output::write_output(&args.output, &[&args.input], args.force, |sink| {
         let mut writer = FileWriter::try_new(sink, &schema, options)
             .map_err(|e| CliError::new(format!("{}: {e}", args.input.display())))?;
         while let Some(batch) = input.next_batch() {
@@ -71,19 +96,28 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Ok(())
     })?;
     bar.finish_and_clear();
+    if args.output.as_os_str() == "-" {
+        // The file went to standard output: the summary must not mix with it.
+        eprintln!(
+            "wrote standard output: {} column(s), {rows} rows, {}",
+            schema.fields().len(),
+            args.encoding
+        );
+        return Ok(());
+    }
     let written = std::fs::metadata(&args.output).map_or(0, |m| m.len());
     let raw: u64 = schema
         .fields()
         .iter()
         .map(|f| rows * miniblock::page::value_width(f.data_type()).unwrap_or(0) as u64)
         .sum();
-    println!(
+    say!(
         "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}",
         schema.fields().len(),
         raw as f64 / written.max(1) as f64,
         args.encoding,
         chosen_summary(&args.output)?
-    );
+    )?;
     Ok(())
 }
 

@@ -55,8 +55,12 @@ impl Input {
     }
 }
 
-/// Opens `path`, choosing the reader by extension (`--dtype` makes any file raw).
+/// Opens `path`, choosing the reader by extension (`--dtype` makes any file raw); `-` is
+/// standard input, raw values of `--dtype`.
 pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Input, CliError> {
+    if path.as_os_str() == "-" {
+        return stdin(dtype, wanted);
+    }
     let shown = path.display().to_string();
     let file = File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
     let file_bytes = file
@@ -182,6 +186,51 @@ fn value_stream<R: Read + 'static>(
     }))
 }
 
+/// Raw little-endian values of `dtype` from standard input, until it ends.
+fn stdin(dtype: Option<Dtype>, wanted: &[String]) -> Result<Input, CliError> {
+    let dtype = dtype.ok_or_else(|| {
+        CliError::new("reading standard input (-) needs --dtype f32 or f64: its values are raw")
+    })?;
+    let name = "stdin".to_owned();
+    single_column_only(&name, wanted, "standard input")?;
+    let schema = one_column_schema(&name, dtype);
+    let batch_schema = schema.clone();
+    let mut reader = BufReader::new(std::io::stdin());
+    let mut buf = Vec::new();
+    let mut done = false;
+    let batches = Box::new(std::iter::from_fn(move || {
+        if done {
+            return None;
+        }
+        buf.clear();
+        let want = (BATCH_VALUES * dtype.width()) as u64;
+        if let Err(e) = (&mut reader).take(want).read_to_end(&mut buf) {
+            done = true;
+            return Some(Err(CliError::new(format!("reading standard input: {e}"))));
+        }
+        if (buf.len() as u64) < want {
+            done = true;
+        }
+        if !buf.len().is_multiple_of(dtype.width()) {
+            return Some(Err(CliError::new(format!(
+                "standard input ends inside a {}-byte {} value",
+                dtype.width(),
+                dtype.name()
+            ))));
+        }
+        if buf.is_empty() {
+            return None;
+        }
+        Some(batch_from_le(&batch_schema, dtype, &buf, false))
+    }));
+    Ok(Input {
+        name,
+        schema,
+        file_bytes: 0,
+        batches,
+    })
+}
+
 fn raw(
     file: File,
     len: u64,
@@ -279,7 +328,11 @@ fn npy(
     let data_len = count
         .checked_mul(dtype.width() as u64)
         .ok_or_else(|| bad("shape overflows"))?;
-    if prefix + header_len + data_len != file_len {
+    let needed = prefix
+        .checked_add(header_len)
+        .and_then(|n| n.checked_add(data_len))
+        .ok_or_else(|| bad("shape overflows"))?;
+    if needed != file_len {
         return Err(bad(&format!(
             "shape {shape} needs {data_len} data bytes, the file holds {}",
             file_len - prefix - header_len

@@ -141,9 +141,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "num_rows": footer.num_rows,
             "columns": columns_json,
         });
-        println!("{doc}");
+        say!("{doc}")?;
     } else {
-        print!("{text}");
+        use std::io::Write as _;
+        std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| super::output::write_error(std::path::Path::new("standard output"), &e))?;
     }
     Ok(())
 }

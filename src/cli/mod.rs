@@ -1,5 +1,20 @@
 //! The `miniblock` command: `compare`, `encode`, `decode`, `inspect`.
 
+/// Writes a line to standard output; a closed pipe becomes [`CliError::broken_pipe`]
+/// instead of the panic of `println!`. Used with `?` in every command.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                $crate::cli::CliError::broken_pipe()
+            } else {
+                $crate::cli::CliError::new(format!("writing to standard output: {e}"))
+            }
+        })
+    }};
+}
+
 mod compare;
 mod decode;
 mod encode;
@@ -18,18 +33,38 @@ use miniblock::encodings::{EncoderOptions, Strategy};
 
 /// A one-line error for the user.
 #[derive(Debug)]
-pub struct CliError(String);
+pub struct CliError {
+    message: String,
+    broken_pipe: bool,
+}
 
 impl CliError {
     /// An error saying `message`.
     pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self {
+            message: message.into(),
+            broken_pipe: false,
+        }
+    }
+
+    /// Standard output was closed by its reader (`| head`): the command ends quietly, as
+    /// Unix tools do.
+    pub fn broken_pipe() -> Self {
+        Self {
+            message: "broken pipe".to_owned(),
+            broken_pipe: true,
+        }
+    }
+
+    /// Whether this is [`broken_pipe`](Self::broken_pipe).
+    pub fn is_broken_pipe(&self) -> bool {
+        self.broken_pipe
     }
 }
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 

@@ -1,37 +1,215 @@
-//! Writing outputs without leaving partial files: everything goes to a temporary file in
-//! the destination's folder, renamed over the destination only when complete.
+//! Writing outputs without destroying anything the user has.
+//!
+//! - `-` is standard output.
+//! - An output that is one of the inputs (the same file, by any name or link) is refused.
+//! - A special file (a FIFO, a terminal, `/dev/null`, `/dev/stdout`) is written through,
+//!   never replaced.
+//! - An existing regular file is refused unless `--force`, as `zstd` does; with it, the
+//!   file a symlink points to is replaced (the link stays) and keeps its permissions.
+//! - A new file is written to a temporary file in the destination's folder, created with
+//!   mode 0666 less the umask like any file a tool creates, and renamed to its name only
+//!   when complete (and only if nothing has appeared under that name meanwhile). Ctrl-C,
+//!   SIGTERM or SIGHUP remove the temporary file before the process exits.
 
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::fs::OpenOptions;
+use std::io::{BufWriter, ErrorKind, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
 
 use super::CliError;
 
-/// Runs `write` on a temporary file beside `path` and renames it to `path` on success; on
-/// failure the temporary file is removed and `path` is untouched.
-pub fn atomic_write<F>(path: &Path, write: F) -> Result<(), CliError>
+/// Where an output goes, decided before anything is written.
+enum Target {
+    Stdout,
+    /// An existing special file, written through.
+    Special(PathBuf),
+    /// A regular file: a temporary file renamed to `path`; `replace` when an existing
+    /// file may be replaced (`--force`), whose permissions are then kept.
+    Regular {
+        path: PathBuf,
+        replace: Option<std::fs::Permissions>,
+    },
+}
+
+/// Temporary files being written, removed by the interrupt handler.
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Installs, once, the handler that removes pending temporary files on SIGINT, SIGTERM
+/// or SIGHUP and exits with 130.
+fn remove_temporaries_on_interrupt() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let installed = ctrlc::set_handler(|| {
+            let mut pending = Vec::new();
+            self::pending(|p| pending.clone_from(p));
+            for path in pending {
+                let _ = std::fs::remove_file(path);
+            }
+            std::process::exit(130);
+        });
+        if let Err(e) = installed {
+            eprintln!("miniblock: warning: cannot remove partial outputs on interrupt: {e}");
+        }
+    });
+}
+
+fn pending(edit: impl FnOnce(&mut Vec<PathBuf>)) {
+    let mut guard = PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    edit(&mut guard);
+}
+
+/// Whether `a` and `b` name the same existing file (through any links).
+fn same_file(a: &Path, b: &Path) -> bool {
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        ma.dev() == mb.dev() && ma.ino() == mb.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (ma, mb);
+        matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    }
+}
+
+/// Decides where `path` goes: checks it against the inputs and `force`.
+fn target(path: &Path, inputs: &[&Path], force: bool) -> Result<Target, CliError> {
+    let shown = path.display();
+    if path.as_os_str() == "-" {
+        return Ok(Target::Stdout);
+    }
+    if let Some(input) = inputs.iter().find(|input| same_file(path, input)) {
+        return Err(CliError::new(format!(
+            "output {shown} is the input {}; refusing to overwrite it",
+            input.display()
+        )));
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(CliError::new(format!("output {shown} is a folder"))),
+        Ok(meta) if !meta.is_file() => Ok(Target::Special(path.to_path_buf())),
+        Ok(meta) if force => {
+            let resolved = path
+                .canonicalize()
+                .map_err(|e| CliError::new(format!("cannot resolve {shown}: {e}")))?;
+            Ok(Target::Regular {
+                path: resolved,
+                replace: Some(meta.permissions()),
+            })
+        }
+        Ok(_) => Err(CliError::new(format!(
+            "output {shown} already exists; use -f/--force to overwrite it"
+        ))),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(CliError::new(format!(
+                    "output {shown} is a link to nothing; refusing to replace the link"
+                )));
+            }
+            Ok(Target::Regular {
+                path: path.to_path_buf(),
+                replace: None,
+            })
+        }
+        Err(e) => Err(CliError::new(format!("cannot check {shown}: {e}"))),
+    }
+}
+
+/// An error writing `path`; a closed pipe on standard output ends the command quietly.
+pub fn write_error(path: &Path, e: &std::io::Error) -> CliError {
+    if e.kind() == ErrorKind::BrokenPipe {
+        CliError::broken_pipe()
+    } else {
+        CliError::new(format!("writing {}: {e}", path.display()))
+    }
+}
+
+/// Runs `write` on the output `path` (see the module docs for what that means for each
+/// kind of path). `inputs` are the files the command reads, which `path` may not be.
+pub fn write_output<F>(path: &Path, inputs: &[&Path], force: bool, write: F) -> Result<(), CliError>
 where
-    F: FnOnce(&mut BufWriter<&mut std::fs::File>) -> Result<(), CliError>,
+    F: FnOnce(&mut dyn Write) -> Result<(), CliError>,
+{
+    let flush = |writer: &mut dyn Write| writer.flush().map_err(|e| write_error(path, &e));
+    match target(path, inputs, force)? {
+        Target::Stdout => {
+            let stdout = std::io::stdout();
+            let mut writer = BufWriter::new(stdout.lock());
+            write(&mut writer)?;
+            flush(&mut writer)
+        }
+        Target::Special(path) => {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .map_err(|e| CliError::new(format!("cannot open {}: {e}", path.display())))?;
+            let mut writer = BufWriter::new(file);
+            write(&mut writer)?;
+            flush(&mut writer)
+        }
+        Target::Regular { path, replace } => write_regular(&path, replace, write),
+    }
+}
+
+fn write_regular<F>(
+    path: &Path,
+    replace: Option<std::fs::Permissions>,
+    write: F,
+) -> Result<(), CliError>
+where
+    F: FnOnce(&mut dyn Write) -> Result<(), CliError>,
 {
     let shown = path.display();
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut temp = tempfile::Builder::new()
-        .prefix(".miniblock-")
-        .suffix(".tmp")
+    remove_temporaries_on_interrupt();
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".miniblock-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Passed to open(2), which applies the umask, as for any new file.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let temp = builder
         .tempfile_in(dir)
         .map_err(|e| CliError::new(format!("cannot create a file in {}: {e}", dir.display())))?;
-    {
-        let mut writer = BufWriter::new(temp.as_file_mut());
-        write(&mut writer)?;
-        writer
-            .flush()
-            .map_err(|e| CliError::new(format!("writing {shown}: {e}")))?;
-    }
-    temp.persist(path)
-        .map_err(|e| CliError::new(format!("cannot write {shown}: {}", e.error)))?;
-    Ok(())
+    let temp_path = temp.path().to_path_buf();
+    pending(|p| p.push(temp_path.clone()));
+    let result = (|| {
+        let mut temp = temp;
+        {
+            let mut writer = BufWriter::new(temp.as_file_mut());
+            write(&mut writer)?;
+            writer.flush().map_err(|e| write_error(path, &e))?;
+        }
+        if let Some(permissions) = replace {
+            std::fs::set_permissions(temp.path(), permissions)
+                .map_err(|e| CliError::new(format!("cannot set permissions of {shown}: {e}")))?;
+            temp.persist(path)
+                .map_err(|e| CliError::new(format!("cannot write {shown}: {}", e.error)))?;
+        } else {
+            temp.persist_noclobber(path).map_err(|e| {
+                if e.error.kind() == ErrorKind::AlreadyExists {
+                    CliError::new(format!(
+                        "output {shown} appeared while it was being written; left as it is"
+                    ))
+                } else {
+                    CliError::new(format!("cannot write {shown}: {}", e.error))
+                }
+            })?;
+        }
+        Ok::<(), CliError>(())
+    })();
+    // On failure the NamedTempFile was dropped, which removed it.
+    pending(|p| p.retain(|q| q != &temp_path));
+    result
 }
 
 /// A `.npy` version 1.0 header for a 1-D little-endian float array of `len` values.

@@ -259,12 +259,13 @@ fn zstd_decompress_growing(src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<
             out.reserve_exact(grow);
         }
         let (before_in, before_out) = (input.pos(), out.len());
-        let pos = out.len();
-        let mut output = OutBuffer::around_pos(out, pos);
-        let hint = dctx
-            .decompress_stream(&mut output, &mut input)
-            .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_owned()))?;
-        drop(output);
+        let hint = {
+            let pos = out.len();
+            // Writes into the spare capacity and sets the Vec's length to what it wrote.
+            let mut output = OutBuffer::around_pos(out, pos);
+            dctx.decompress_stream(&mut output, &mut input)
+                .map_err(|code| corrupt(zstd::zstd_safe::get_error_name(code).to_owned()))?
+        };
         if hint == 0 {
             break;
         }

@@ -85,6 +85,14 @@ impl<W: Write> FileWriter<W> {
         if schema.fields().is_empty() {
             return Err(Error::invalid("a file needs at least one column"));
         }
+        let mut names = std::collections::HashSet::with_capacity(schema.fields().len());
+        if let Some(twice) = schema.fields().iter().find(|f| !names.insert(f.name())) {
+            // A reader could not tell the columns apart, and refuses such a file.
+            return Err(Error::invalid(format!(
+                "column name {:?} appears twice",
+                twice.name()
+            )));
+        }
         let mut columns = Vec::with_capacity(schema.fields().len());
         for field in schema.fields() {
             let mut described = pb::Column {
@@ -211,13 +219,14 @@ impl<W: Write> FileWriter<W> {
                 );
             }
             // Each page with the CRC32C of each chunk and of its whole data.
+            #[allow(clippy::items_after_statements)]
+            type Checked = (EncodedPage, (Vec<u32>, u32));
             let encode_one = |column: &ColumnWriter, page: &ArrayRef| {
                 column.encoder.encode(page.as_ref()).map(|p| {
                     let crcs = p.checksums();
                     (p, crcs)
                 })
             };
-            type Checked = (EncodedPage, (Vec<u32>, u32));
             let encode =
                 |(column, pages): (&ColumnWriter, &Vec<ArrayRef>)| -> Result<Vec<Checked>> {
                     if self.parallel {
