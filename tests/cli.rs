@@ -635,3 +635,266 @@ fn integer_decimal_and_binary_columns_go_through_the_cli() {
     ]);
     assert_eq!(json.lines().count(), 3 * 2, "{json}");
 }
+
+/// Modes of a file (permission bits).
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// Runs the binary through `sh` with `umask` set first.
+#[cfg(unix)]
+fn with_umask(umask: &str, args: &[&str]) -> Output {
+    let mut script = format!("umask {umask} && exec \"$0\"");
+    for i in 0..args.len() {
+        script.push_str(&format!(" \"${}\"", i + 1));
+    }
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_miniblock"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Nothing the user gave is overwritten: the input as output (by name, hard link or
+/// symlink), an existing output without --force; with --force a symlinked output stays a
+/// link and the file keeps its mode.
+#[cfg(unix)]
+#[test]
+fn outputs_never_destroy_inputs_or_existing_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp();
+    let input = write_raw_f32(dir.path(), "in.f32", &common::mixed_f32(5_000, 3));
+    let original = fs::read(&input).unwrap();
+    let hard = dir.path().join("hard.f32");
+    fs::hard_link(&input, &hard).unwrap();
+    let soft = dir.path().join("soft.f32");
+    std::os::unix::fs::symlink(&input, &soft).unwrap();
+    for out in [&input, &hard, &soft] {
+        for force in [false, true] {
+            let mut args = vec!["encode", s(&input), s(out)];
+            if force {
+                args.push("--force");
+            }
+            let err = fails(&args);
+            assert!(err.contains("is the input"), "{err}");
+            assert_eq!(fs::read(&input).unwrap(), original);
+        }
+    }
+    let encoded = dir.path().join("x.mb");
+    ok(&["encode", s(&input), s(&encoded)]);
+    let encoded_bytes = fs::read(&encoded).unwrap();
+    let err = fails(&["decode", s(&encoded), s(&encoded)]);
+    assert!(err.contains("is the input"), "{err}");
+    assert_eq!(fs::read(&encoded).unwrap(), encoded_bytes);
+
+    // An existing output is refused, then replaced with --force, keeping its mode.
+    let other = write_raw_f32(dir.path(), "other.f32", &[1.0, 2.0]);
+    let err = fails(&["encode", s(&other), s(&encoded)]);
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&encoded).unwrap(), encoded_bytes);
+    fs::set_permissions(&encoded, fs::Permissions::from_mode(0o640)).unwrap();
+    ok(&["encode", "--force", s(&other), s(&encoded)]);
+    assert_ne!(fs::read(&encoded).unwrap(), encoded_bytes);
+    assert_eq!(mode(&encoded), 0o640);
+
+    // Through a symlink: the link stays, its target is replaced.
+    let link = dir.path().join("link.mb");
+    std::os::unix::fs::symlink(&encoded, &link).unwrap();
+    let err = fails(&["encode", s(&input), s(&link)]);
+    assert!(err.contains("already exists"), "{err}");
+    ok(&["encode", "-f", s(&input), s(&link)]);
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read(&encoded).unwrap(), encoded_bytes);
+    assert_no_temp_files(dir.path());
+}
+
+/// New files get 0666 less the umask, as any tool's; special files and `-` are written
+/// through, not replaced.
+#[cfg(unix)]
+#[test]
+fn outputs_respect_the_umask_and_special_files() {
+    let dir = temp();
+    let input = write_raw_f32(dir.path(), "in.f32", &common::mixed_f32(3_000, 5));
+    for (umask, expected) in [("022", 0o644), ("077", 0o600), ("002", 0o664)] {
+        let out = dir.path().join(format!("u{umask}.mb"));
+        let run = with_umask(umask, &["encode", s(&input), s(&out)]);
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(mode(&out), expected, "umask {umask}");
+    }
+    let encoded = dir.path().join("u022.mb");
+    // `-` is standard output, and the summary goes to stderr.
+    let to_stdout = miniblock(&["decode", s(&encoded), "-"]);
+    assert!(to_stdout.status.success());
+    assert_eq!(to_stdout.stdout, fs::read(&input).unwrap());
+    assert!(String::from_utf8_lossy(&to_stdout.stderr).contains("wrote -"));
+    // /dev/null is written through without --force and stays a device.
+    ok(&["decode", s(&encoded), "/dev/null"]);
+    assert!(!fs::metadata("/dev/null").unwrap().is_file());
+    // A FIFO is written through.
+    let fifo = dir.path().join("pipe");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read(fifo).unwrap())
+    };
+    ok(&["decode", s(&encoded), s(&fifo), "--format", "raw"]);
+    assert_eq!(reader.join().unwrap(), fs::read(&input).unwrap());
+    assert!(
+        !fs::metadata(&fifo).unwrap().is_file(),
+        "the FIFO was replaced"
+    );
+    // `-` as input, raw values of --dtype, and the file to standard output.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_miniblock"))
+        .args(["encode", "-", "-", "--dtype", "f32"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&fs::read(&input).unwrap()).unwrap();
+    }
+    let piped = child.wait_with_output().unwrap();
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    let from_stdin = dir.path().join("stdin.mb");
+    fs::write(&from_stdin, &piped.stdout).unwrap();
+    let back = dir.path().join("back.f32");
+    ok(&["decode", s(&from_stdin), s(&back)]);
+    assert_eq!(fs::read(&back).unwrap(), fs::read(&input).unwrap());
+    assert!(fails(&["encode", "-", s(&dir.path().join("n.mb"))]).contains("--dtype"));
+    assert_no_temp_files(dir.path());
+}
+
+/// SIGTERM and SIGINT during an encode remove its temporary file.
+#[cfg(unix)]
+#[test]
+fn interrupts_remove_the_temporary_file() {
+    for signal in ["TERM", "INT"] {
+        let dir = temp();
+        let out = dir.path().join("out.mb");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_miniblock"))
+            .args(["encode", "-", s(&out), "--dtype", "f64"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        {
+            use std::io::Write;
+            stdin.write_all(&vec![0u8; 8 << 20]).unwrap();
+        }
+        // Wait for the temporary file, then interrupt while stdin is still open.
+        let temp_exists = || {
+            fs::read_dir(dir.path()).unwrap().any(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(".miniblock-")
+            })
+        };
+        let start = std::time::Instant::now();
+        while !temp_exists() {
+            assert!(start.elapsed().as_secs() < 20, "no temporary file appeared");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let killed = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        drop(stdin);
+        assert!(!status.success(), "SIG{signal}");
+        assert_no_temp_files(dir.path());
+        assert!(!out.exists(), "SIG{signal}: a partial output was left");
+    }
+}
+
+/// A reader that closes standard output (`| head`) ends the command quietly.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    let dir = temp();
+    let input = write_raw_f32(dir.path(), "x.f32", &common::mixed_f32(20_000, 2));
+    let encoded = dir.path().join("x.mb");
+    ok(&["encode", s(&input), s(&encoded), "--page-values", "100"]);
+    for args in [
+        vec!["inspect", s(&encoded)],
+        vec!["compare", s(&input), "--runs", "1"],
+        vec!["decode", s(&encoded), "-"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_miniblock"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("error"),
+            "{args:?}: {stderr}"
+        );
+        assert_ne!(out.status.code(), Some(101), "{args:?}");
+    }
+}
+
+/// Two columns of one name (from an Arrow file, or a repeated --column) are refused before
+/// anything is written.
+#[test]
+fn duplicate_column_names_are_refused_before_writing() {
+    let dir = temp();
+    let a: ArrayRef = Arc::new(Float64Array::from(vec![1.0, 2.0]));
+    let b: ArrayRef = Arc::new(Float64Array::from(vec![3.0, 4.0]));
+    let schema = Arc::new(arrow_schema::Schema::new(vec![
+        arrow_schema::Field::new("x", arrow_schema::DataType::Float64, false),
+        arrow_schema::Field::new("x", arrow_schema::DataType::Float64, false),
+    ]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![a, b]).unwrap();
+    let input = dir.path().join("dup.arrow");
+    let mut writer =
+        arrow_ipc::writer::FileWriter::try_new(fs::File::create(&input).unwrap(), &schema).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    let out = dir.path().join("dup.mb");
+    let err = fails(&["encode", s(&input), s(&out)]);
+    assert!(err.contains("\"x\""), "{err}");
+    assert!(!out.exists());
+    let err = fails(&[
+        "encode",
+        s(&input),
+        s(&out),
+        "--column",
+        "x",
+        "--column",
+        "x",
+    ]);
+    assert!(err.contains("twice"), "{err}");
+    assert!(!out.exists());
+    assert_no_temp_files(dir.path());
+}
