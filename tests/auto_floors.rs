@@ -42,18 +42,32 @@ fn encoded_size(pages: &[ArrayRef], strategy: Strategy, width: usize, kib: usize
         .sum()
 }
 
+/// The bundled sample (`data/`, in the repository): always runs.
 #[test]
+fn auto_size_floors_hold_on_the_bundled_sample() {
+    floors_hold_in(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data"),
+        5,
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(shared_data),
+    ignore = "needs ../shared/data beside the checkout (CI has it)"
+)]
 fn auto_size_floors_hold_on_every_shared_data_set() {
-    let Some(dir) = common::shared_dir("auto_size_floors_hold_on_every_shared_data_set") else {
-        return;
-    };
-    let mut files: Vec<_> = fs::read_dir(dir.join("data"))
+    floors_hold_in(&common::shared_dir().join("data"), 12);
+}
+
+fn floors_hold_in(dir: &std::path::Path, at_least: usize) {
+    let mut files: Vec<_> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "f32" || e == "f64"))
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "{files:?}");
+    assert!(files.len() >= at_least, "{files:?}");
     let mut report = String::new();
     let mut failures = Vec::new();
     for path in &files {

@@ -1,4 +1,5 @@
-//! Cross-implementation vectors written by Arrow C++ (`../shared/vectors`): every
+//! Cross-implementation vectors written by Arrow C++ (vendored in `tests/vectors`, from
+//! apache/parquet-testing, Apache-2.0; see its README): every
 //! BYTE_STREAM_SPLIT file unshuffles to its PLAIN twin, the float ones decode through
 //! the BSS decompressor as one chunk, and the float16, int32, int64, flba5 and decimal ones
 //! decode through the page decoder as typed arrays.
@@ -55,15 +56,18 @@ const PAIRS: [(&str, &str, usize); 7] = [
     ),
 ];
 
+/// The vendored vectors: always present, so these tests always run.
+fn vectors_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
 fn read(dir: &Path, name: &str) -> Vec<u8> {
     fs::read(dir.join("vectors").join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 #[test]
 fn every_bss_vector_unshuffles_to_its_plain_twin() {
-    let Some(dir) = common::shared_dir("every_bss_vector_unshuffles_to_its_plain_twin") else {
-        return;
-    };
+    let dir = vectors_dir();
     // Every BSS file in the folder is covered by a pair or by the n300 test below.
     let mut listed: Vec<String> = fs::read_dir(dir.join("vectors"))
         .unwrap()
@@ -96,9 +100,7 @@ fn every_bss_vector_unshuffles_to_its_plain_twin() {
 
 #[test]
 fn float_vectors_decode_as_one_chunk() {
-    let Some(dir) = common::shared_dir("float_vectors_decode_as_one_chunk") else {
-        return;
-    };
+    let dir = vectors_dir();
     let cases = [
         (
             "float_byte_stream_split.BYTE_STREAM_SPLIT.n200.bin",
@@ -142,9 +144,7 @@ fn float_vectors_decode_as_one_chunk() {
 
 #[test]
 fn typed_vectors_decode_through_the_page_decoder() {
-    let Some(dir) = common::shared_dir("typed_vectors_decode_through_the_page_decoder") else {
-        return;
-    };
+    let dir = vectors_dir();
     // (pair, Arrow type): Parquet's decimal(7,3) is a 4-byte big-endian FIXED_LEN_BYTE_ARRAY,
     // so it is read as FixedSizeBinary(4), as flba5 is FixedSizeBinary(5).
     let cases = [
