@@ -647,10 +647,8 @@ fn mode(path: &Path) -> u32 {
 /// Runs the binary through `sh` with `umask` set first.
 #[cfg(unix)]
 fn with_umask(umask: &str, args: &[&str]) -> Output {
-    let mut script = format!("umask {umask} && exec \"$0\"");
-    for i in 0..args.len() {
-        script.push_str(&format!(" \"${}\"", i + 1));
-    }
+    let quoted: Vec<String> = (1..=args.len()).map(|i| format!("\"${i}\"")).collect();
+    let script = format!("umask {umask} && exec \"$0\" {}", quoted.join(" "));
     Command::new("sh")
         .arg("-c")
         .arg(script)
