@@ -1,0 +1,139 @@
+//! Golden files (`tests/golden/v1`, written by `examples/golden.rs` at format version 1):
+//! standalone pages of every encoding and several widths (1 to 300 bytes, nulls, a wide
+//! chunk table) and column files of several types, each decoded and compared with the
+//! bytes it must give. A change of the page or file format fails here.
+
+use std::fs;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+use arrow_array::Array;
+use arrow_schema::DataType;
+use miniblock::file::FileReader;
+use miniblock::proto::encodings::ArrayEncoding;
+use miniblock::{Encoding, PageDecoder};
+use prost::Message;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
+}
+
+fn read(name: &str) -> Vec<u8> {
+    fs::read(dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn data_type(name: &str) -> DataType {
+    match name {
+        "f16" => DataType::Float16,
+        "f32" => DataType::Float32,
+        "f64" => DataType::Float64,
+        "i8" => DataType::Int8,
+        "fsb5" => DataType::FixedSizeBinary(5),
+        "fsb300" => DataType::FixedSizeBinary(300),
+        "d128" => DataType::Decimal128(38, 4),
+        other => panic!("unknown type {other} in the manifest"),
+    }
+}
+
+#[test]
+fn golden_pages_decode_to_their_bytes() {
+    let manifest = String::from_utf8(read("MANIFEST.txt")).unwrap();
+    let mut seen_encodings = std::collections::BTreeSet::new();
+    let mut wide = 0;
+    let mut cases = 0;
+    for line in manifest.lines().filter(|l| !l.starts_with('#')) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [name, type_name, num_values, has_validity] = fields[..] else {
+            panic!("bad manifest line {line:?}");
+        };
+        let num_values: u64 = num_values.parse().unwrap();
+        let page = read(&format!("{name}.page"));
+        let encoding = ArrayEncoding::decode(read(&format!("{name}.encoding")).as_slice()).unwrap();
+        seen_encodings.insert(Encoding::of(&encoding).unwrap().name());
+        if u32::from_le_bytes(page[..4].try_into().unwrap()) & (1 << 31) != 0 {
+            wide += 1;
+        }
+        let decoder = PageDecoder::try_new(&encoding, num_values, &page)
+            .and_then(|d| d.with_data_type(&data_type(type_name)))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let array = decoder.decode().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let width = decoder.value_width();
+        let expected = read(&format!("{type_name}.values"));
+        let data = array.to_data();
+        assert_eq!(
+            &data.buffers()[0].as_slice()[..expected.len()],
+            &expected[..],
+            "{name}: values"
+        );
+        assert_eq!(expected.len(), num_values as usize * width, "{name}");
+        match (has_validity, array.nulls()) {
+            ("true", Some(nulls)) => {
+                let bits = read(&format!("{type_name}.validity"));
+                let valid = |i: usize| bits[i / 8] >> (i % 8) & 1 == 1;
+                assert!(
+                    (0..array.len()).all(|i| nulls.is_valid(i) == valid(i)),
+                    "{name}: validity"
+                );
+            }
+            ("false", None) => {}
+            (flag, nulls) => panic!("{name}: manifest says {flag}, decoded {nulls:?}"),
+        }
+        // A chunk alone and a row range give the same bytes as the whole page.
+        let last = decoder.num_chunks() - 1;
+        let rows = decoder.chunk_rows(last).unwrap();
+        let chunk = decoder.decode_chunk(last).unwrap();
+        assert_eq!(
+            chunk.to_data(),
+            array.slice(rows.start, rows.len()).to_data()
+        );
+        cases += 1;
+    }
+    assert_eq!(
+        seen_encodings.len(),
+        Encoding::ALL.len(),
+        "{seen_encodings:?}"
+    );
+    assert!(wide >= 1, "no golden page has a wide chunk table");
+    assert!(cases >= 40, "{cases} golden pages");
+}
+
+#[test]
+fn golden_column_files_decode_to_their_columns() {
+    let expected = {
+        let reader = arrow_ipc::reader::FileReader::try_new(
+            Cursor::new(read("columns.expected.arrow")),
+            None,
+        )
+        .unwrap();
+        let batches: Vec<_> = reader.map(Result::unwrap).collect();
+        assert_eq!(batches.len(), 1);
+        batches.into_iter().next().unwrap()
+    };
+    for file in ["columns.auto.mb", "columns.bss_zstd.mb"] {
+        let mut reader = FileReader::open(Cursor::new(read(file))).unwrap();
+        assert_eq!(
+            reader.schema().fields().len(),
+            expected.num_columns(),
+            "{file}"
+        );
+        for (i, field) in expected.schema().fields().iter().enumerate() {
+            let column = reader
+                .read_column(i)
+                .unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(
+                column.data_type(),
+                field.data_type(),
+                "{file} {}",
+                field.name()
+            );
+            assert_eq!(
+                column.to_data(),
+                expected.column(i).to_data(),
+                "{file} {}",
+                field.name()
+            );
+            let range = reader.read_column_range(i, 240..260).unwrap();
+            assert_eq!(range.to_data(), expected.column(i).slice(240, 20).to_data());
+        }
+    }
+}
