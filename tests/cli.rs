@@ -637,6 +637,17 @@ fn integer_decimal_and_binary_columns_go_through_the_cli() {
     assert_eq!(json.lines().count(), 3 * 2, "{json}");
 }
 
+/// Starts the binary with standard input, output and error piped.
+fn spawn_piped(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_miniblock"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Modes of a file (permission bits).
 #[cfg(unix)]
 fn mode(path: &Path) -> u32 {
@@ -761,13 +772,7 @@ fn outputs_respect_the_umask_and_special_files() {
         "the FIFO was replaced"
     );
     // `-` as input, raw values of --dtype, and the file to standard output.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_miniblock"))
-        .args(["encode", "-", "-", "--dtype", "f32"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&["encode", "-", "-", "--dtype", "f32"]);
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
@@ -795,13 +800,7 @@ fn interrupts_remove_the_temporary_file() {
     for signal in ["TERM", "INT"] {
         let dir = temp();
         let out = dir.path().join("out.mb");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_miniblock"))
-            .args(["encode", "-", s(&out), "--dtype", "f64"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(&["encode", "-", s(&out), "--dtype", "f64"]);
         let mut stdin = child.stdin.take().unwrap();
         {
             use std::io::Write;
@@ -846,12 +845,7 @@ fn a_closed_stdout_ends_quietly() {
         vec!["compare", s(&input), "--runs", "1"],
         vec!["decode", s(&encoded), "-"],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_miniblock"))
-            .args(&args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(&args);
         drop(child.stdout.take());
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

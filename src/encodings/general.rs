@@ -306,6 +306,8 @@ fn lz4_decompress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
     })
 }
 
+/// Decompresses one Zstd frame that must decode to exactly `dst.len()` bytes, with this
+/// thread's context.
 fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> Result<()> {
     let len = dst.len();
     ZSTD_DECOMPRESSOR.with(|cell| {
