@@ -9,7 +9,9 @@ use miniblock::file::FileReader;
 
 fuzz_target!(|data: &[u8]| {
     for verify in [true, false] {
-        let Ok(mut reader) = FileReader::open(Cursor::new(data)) else { return };
+        let Ok(mut reader) = FileReader::open(Cursor::new(data)) else {
+            return;
+        };
         reader.set_verify_checksums(verify);
         let rows = reader.num_rows();
         for column in 0..reader.schema().fields().len() {

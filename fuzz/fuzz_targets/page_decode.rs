@@ -9,10 +9,14 @@ use prost::Message;
 
 fuzz_target!(|data: &[u8]| {
     // [u8 encoding length][encoding bytes][u32 LE value count][page bytes]
-    let Some((&len, rest)) = data.split_first() else { return };
+    let Some((&len, rest)) = data.split_first() else {
+        return;
+    };
     let len = usize::from(len).min(rest.len());
     let (encoding, rest) = rest.split_at(len);
-    let Ok(encoding) = ArrayEncoding::decode(encoding) else { return };
+    let Ok(encoding) = ArrayEncoding::decode(encoding) else {
+        return;
+    };
     if rest.len() < 4 {
         return;
     }
@@ -26,7 +30,10 @@ fuzz_target!(|data: &[u8]| {
         let n = decoder.num_values();
         let _ = decoder.decode_range(n / 3..n - n / 4);
         // Into a caller's buffer (the other output path), when it is of a sane size.
-        if let Some(len) = n.checked_mul(decoder.value_width()).filter(|&l| l <= 1 << 24) {
+        if let Some(len) = n
+            .checked_mul(decoder.value_width())
+            .filter(|&l| l <= 1 << 24)
+        {
             let _ = decoder.decode_into(0..n, &mut vec![0; len], None);
         }
     }

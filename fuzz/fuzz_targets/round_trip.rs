@@ -2,7 +2,6 @@
 //! encode then decode gives back every bit.
 #![no_main]
 
-
 use arbitrary::Arbitrary;
 use arrow_array::{make_array, Array, ArrayRef};
 use arrow_buffer::{MutableBuffer, NullBuffer};
@@ -59,7 +58,9 @@ fuzz_target!(|input: Input| {
         .unwrap();
     let array: ArrayRef = make_array(data);
     let encoder = PageEncoder::for_strategy(strategy, width, &options).unwrap();
-    let page = encoder.encode(array.as_ref()).expect("encoding a valid array");
+    let page = encoder
+        .encode(array.as_ref())
+        .expect("encoding a valid array");
     let bytes = page.to_bytes();
     let decoder = PageDecoder::try_new(&page.encoding, page.num_values, &bytes)
         .expect("own page")

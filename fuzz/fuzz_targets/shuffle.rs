@@ -5,7 +5,9 @@ use libfuzzer_sys::fuzz_target;
 use miniblock::shuffle::{shuffle, unshuffle, ShuffleError};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&size, rest)) = data.split_first() else { return };
+    let Some((&size, rest)) = data.split_first() else {
+        return;
+    };
     let size = usize::from(size % 20);
     match shuffle(rest, size) {
         Ok(shuffled) => assert_eq!(unshuffle(&shuffled, size).unwrap(), rest),
