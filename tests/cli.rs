@@ -891,3 +891,127 @@ fn duplicate_column_names_are_refused_before_writing() {
     assert!(!out.exists());
     assert_no_temp_files(dir.path());
 }
+
+/// Feather as pandas and pyarrow write it (LZ4-compressed IPC files), Zstd-compressed IPC
+/// streams (named .arrow or .arrows), Brotli Parquet and float dictionary columns all
+/// encode; columns that cannot be encoded are named on stderr.
+#[test]
+fn compressed_ipc_streams_brotli_parquet_and_dictionaries_are_read() {
+    use arrow_ipc::writer::{IpcWriteOptions, StreamWriter};
+    use arrow_ipc::CompressionType;
+    let dir = temp();
+    let batch = mixed_batch();
+    let values: ArrayRef = Arc::new(Float64Array::from(vec![1.5, -0.0, 2.5]));
+    let keys = arrow_array::Int8Array::from(vec![Some(0), Some(2), None, Some(1), Some(0)]);
+    let dictionary: ArrayRef = Arc::new(arrow_array::DictionaryArray::new(keys, values));
+    let dict_batch = RecordBatch::try_from_iter([("d", dictionary)]).unwrap();
+    let expected_dict = Float64Array::from(vec![Some(1.5), Some(2.5), None, Some(-0.0), Some(1.5)]);
+    for compression in [CompressionType::LZ4_FRAME, CompressionType::ZSTD] {
+        let options = IpcWriteOptions::default()
+            .try_with_compression(Some(compression))
+            .unwrap();
+        for (name, stream) in [("f.feather", false), ("s.arrow", true), ("s.arrows", true)] {
+            let path = dir.path().join(name);
+            let file = fs::File::create(&path).unwrap();
+            if stream {
+                let mut w =
+                    StreamWriter::try_new_with_options(file, &batch.schema(), options.clone())
+                        .unwrap();
+                w.write(&batch).unwrap();
+                w.finish().unwrap();
+            } else {
+                let mut w = arrow_ipc::writer::FileWriter::try_new_with_options(
+                    file,
+                    &batch.schema(),
+                    options.clone(),
+                )
+                .unwrap();
+                w.write(&batch).unwrap();
+                w.finish().unwrap();
+            }
+            let out = dir.path().join("ipc.mb");
+            let run = miniblock(&["encode", "-f", s(&path), s(&out)]);
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert!(run.status.success(), "{name} {compression:?}: {stderr}");
+            assert!(stderr.contains("skipped: label (Utf8)"), "{stderr}");
+            assert!(stderr.contains("took 2 of 3 columns"), "{stderr}");
+            let back = dir.path().join("b.arrow");
+            ok(&["decode", "-f", s(&out), s(&back), "--column", "b"]);
+            assert_eq!(
+                read_ipc(&back).column(0).to_data(),
+                batch.column(1).to_data()
+            );
+        }
+    }
+    // Brotli Parquet.
+    let path = dir.path().join("brotli.parquet");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::BROTLI(
+            parquet::basic::BrotliLevel::default(),
+        ))
+        .build();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(
+        fs::File::create(&path).unwrap(),
+        batch.schema(),
+        Some(props),
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let out = dir.path().join("brotli.mb");
+    ok(&["encode", s(&path), s(&out)]);
+    let back = dir.path().join("brotli.arrow");
+    ok(&["decode", s(&out), s(&back), "--column", "b"]);
+    assert_eq!(
+        read_ipc(&back).column(0).to_data(),
+        batch.column(1).to_data()
+    );
+    // And the same dictionary column in a Feather file.
+    let feather = dir.path().join("dict.feather");
+    let mut w = arrow_ipc::writer::FileWriter::try_new(
+        fs::File::create(&feather).unwrap(),
+        &dict_batch.schema(),
+    )
+    .unwrap();
+    w.write(&dict_batch).unwrap();
+    w.finish().unwrap();
+    let out = dir.path().join("dict.mb");
+    ok(&["encode", s(&feather), s(&out)]);
+    let back = dir.path().join("dict.arrow");
+    ok(&["decode", s(&out), s(&back)]);
+    assert_eq!(read_ipc(&back).column(0).to_data(), expected_dict.to_data());
+}
+
+/// A copied binary finds the sample in `data/` beside it (not only in the source tree).
+#[test]
+fn a_copied_binary_finds_the_sample_beside_it() {
+    let dir = temp();
+    let bin = dir.path().join("bin");
+    fs::create_dir_all(bin.join("data")).unwrap();
+    let exe = bin.join("miniblock");
+    fs::copy(env!("CARGO_BIN_EXE_miniblock"), &exe).unwrap();
+    write_raw_f32(
+        &bin.join("data"),
+        "beside_me.f32",
+        &common::mixed_f32(3_000, 4),
+    );
+    let out = Command::new(&exe)
+        .args([
+            "compare",
+            "--runs",
+            "1",
+            "--chunk-kib",
+            "4",
+            "--encoding",
+            "bss",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("beside_me"));
+}

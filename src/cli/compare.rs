@@ -265,7 +265,7 @@ fn chunk_values(kib: u64, width: usize) -> Option<usize> {
 
 /// The bundled sample's files, sorted.
 fn sample_files() -> Result<Vec<PathBuf>, CliError> {
-    let dir = sample_dir();
+    let dir = sample_dir()?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| {
             CliError::new(format!(

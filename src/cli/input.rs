@@ -7,6 +7,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch, RecordBatchReader};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
@@ -88,11 +89,11 @@ pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Inpu
                 single_column_only(&name, wanted, &shown)?;
                 npy(file, file_bytes, &name, &shown)?
             }
-            "arrow" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
+            "arrow" | "arrows" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
             "parquet" | "pq" => parquet(file, wanted, &shown)?,
             _ => {
                 return Err(CliError::new(format!(
-                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .feather or .parquet (or --dtype for raw floats)"
+                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .arrows, .feather or .parquet (or --dtype for raw floats)"
                 )))
             }
         }
@@ -366,17 +367,26 @@ fn dict_value<'h>(header: &'h str, key: &str) -> Option<&'h str> {
     None
 }
 
-/// Picks the columns of `schema` miniblock can encode, the fixed-width ones (all of them,
-/// or those named in `wanted`).
+/// The type a column is encoded as: its own when fixed-width, its values' type for a
+/// dictionary of fixed-width values (decoded to values on reading), else none.
+fn encodable_type(t: &DataType) -> Option<DataType> {
+    match t {
+        DataType::Dictionary(_, values) => encodable_type(values),
+        t => miniblock::page::value_width(t).is_ok().then(|| t.clone()),
+    }
+}
+
+/// Picks the columns of `schema` miniblock can encode, the fixed-width ones and
+/// dictionaries of fixed-width values (all of them, or those named in `wanted`). Columns
+/// left out are named on stderr, with how many were taken.
 fn fixed_width_columns(
     schema: &Schema,
     wanted: &[String],
     shown: &str,
 ) -> Result<Vec<usize>, CliError> {
-    let fits = |t: &DataType| miniblock::page::value_width(t).is_ok();
     if wanted.is_empty() {
         let found: Vec<usize> = (0..schema.fields().len())
-            .filter(|&i| fits(schema.field(i).data_type()))
+            .filter(|&i| encodable_type(schema.field(i).data_type()).is_some())
             .collect();
         if found.is_empty() {
             let fields: Vec<String> = schema
@@ -389,6 +399,18 @@ fn fixed_width_columns(
                 fields.join(", ")
             )));
         }
+        if found.len() < schema.fields().len() {
+            for field in schema.fields() {
+                if encodable_type(field.data_type()).is_none() {
+                    eprintln!("skipped: {} ({})", field.name(), field.data_type());
+                }
+            }
+            eprintln!(
+                "{shown}: took {} of {} columns (only fixed-width columns can be encoded)",
+                found.len(),
+                schema.fields().len()
+            );
+        }
         return Ok(found);
     }
     wanted
@@ -398,31 +420,87 @@ fn fixed_width_columns(
                 .index_of(name)
                 .map_err(|_| CliError::new(format!("{shown} has no column {name:?}")))?;
             let t = schema.field(i).data_type();
-            if fits(t) {
+            if encodable_type(t).is_some() {
                 Ok(i)
             } else {
                 Err(CliError::new(format!(
-                    "column {name:?} of {shown} has type {t}; only fixed-width columns (numbers, temporal, decimals, fixed-size binary) can be encoded"
+                    "column {name:?} of {shown} has type {t}; only fixed-width columns (numbers, temporal, decimals, fixed-size binary, dictionaries of them) can be encoded"
                 )))
             }
         })
         .collect()
 }
 
-fn ipc(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
-    let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
-        .map_err(|e| CliError::new(format!("{shown}: not a readable Arrow IPC file: {e}")))?;
+/// `schema` with dictionary columns as their values' type.
+fn decoded_schema(schema: &Schema) -> SchemaRef {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let t = encodable_type(f.data_type()).unwrap_or_else(|| f.data_type().clone());
+            f.as_ref().clone().with_data_type(t)
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// `batch` with its dictionary columns decoded to their values, under `schema`.
+fn decode_dictionaries(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, CliError> {
+    let fail = |e: arrow_schema::ArrowError| CliError::new(format!("decoding a dictionary: {e}"));
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| match column.as_any_dictionary_opt() {
+            None => Ok(column.clone()),
+            Some(dictionary) => {
+                let keys = dictionary.normalized_keys();
+                let indices = arrow_array::UInt32Array::from_iter(
+                    keys.iter()
+                        .enumerate()
+                        .map(|(i, &k)| column.is_valid(i).then_some(k as u32)),
+                );
+                arrow_select::take::take(dictionary.values().as_ref(), &indices, None).map_err(fail)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new(schema.clone(), columns).map_err(fail)
+}
+
+/// Arrow IPC, a file or a stream, told apart by content (a file starts with `ARROW1`),
+/// compressed (LZ4 or Zstd, as pandas and pyarrow write Feather by default) or not.
+fn ipc(mut file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
+    use std::io::{Seek, SeekFrom};
+    let mut magic = [0u8; 6];
+    let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let reader: Box<dyn RecordBatchReader> = if is_file {
+        Box::new(
+            arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None).map_err(|e| {
+                CliError::new(format!("{shown}: not a readable Arrow IPC file: {e}"))
+            })?,
+        )
+    } else {
+        Box::new(
+            arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None).map_err(|e| {
+                CliError::new(format!(
+                    "{shown}: neither an Arrow IPC file nor an IPC stream: {e}"
+                ))
+            })?,
+        )
+    };
     let indices = fixed_width_columns(&reader.schema(), wanted, shown)?;
-    let schema = Arc::new(
-        reader
-            .schema()
-            .project(&indices)
-            .map_err(|e| CliError::new(e.to_string()))?,
-    );
+    let projected = reader
+        .schema()
+        .project(&indices)
+        .map_err(|e| CliError::new(e.to_string()))?;
+    let schema = decoded_schema(&projected);
     let shown = shown.to_owned();
+    let batch_schema = schema.clone();
     let batches = reader.map(move |b| {
         b.and_then(|b| b.project(&indices))
             .map_err(|e| CliError::new(format!("reading {shown}: {e}")))
+            .and_then(|b| decode_dictionaries(&b, &batch_schema))
     });
     Ok((schema, Box::new(batches)))
 }
@@ -449,15 +527,17 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Bat
             .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
             .collect()
     };
-    let schema = Arc::new(
-        schema
+    let schema = decoded_schema(
+        &schema
             .project(&order)
             .map_err(|e| CliError::new(e.to_string()))?,
     );
     let shown = shown.to_owned();
+    let batch_schema = schema.clone();
     let batches = reader.map(move |b| {
         b.and_then(|b| b.project(&order))
             .map_err(|e| CliError::new(format!("reading {shown}: {e}")))
+            .and_then(|b| decode_dictionaries(&b, &batch_schema))
     });
     Ok((schema, Box::new(batches)))
 }

@@ -169,7 +169,33 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// Where the bundled sample lives.
-pub fn sample_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data")
+/// Where the bundled sample lives: `data/` beside the executable (or one or two folders
+/// up, as in `target/release`), in the working directory, or in the source tree the
+/// binary was built from; the first that holds `.f32`/`.f64` files. An installed or copied
+/// binary therefore finds it wherever the sample was copied with it.
+pub fn sample_dir() -> Result<PathBuf, CliError> {
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(3) {
+            candidates.push(dir.join("data"));
+        }
+    }
+    candidates.push(PathBuf::from("data"));
+    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data"));
+    let holds_sample = |dir: &PathBuf| {
+        std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries.filter_map(Result::ok).any(|e| {
+                e.path()
+                    .extension()
+                    .is_some_and(|x| x == "f32" || x == "f64")
+            })
+        })
+    };
+    candidates.iter().find(|d| holds_sample(d)).cloned().ok_or_else(|| {
+        let tried: Vec<String> = candidates.iter().map(|d| d.display().to_string()).collect();
+        CliError::new(format!(
+            "no bundled sample found (looked in {}); name files to compare, e.g. `miniblock compare my.f64`",
+            tried.join(", ")
+        ))
+    })
 }
