@@ -697,8 +697,10 @@ fn outputs_never_destroy_inputs_or_existing_files() {
     let encoded = dir.path().join("x.mb");
     ok(&["encode", s(&input), s(&encoded)]);
     let encoded_bytes = fs::read(&encoded).unwrap();
-    let err = fails(&["decode", s(&encoded), s(&encoded)]);
+    let err = fails(&["decode", s(&encoded), s(&encoded), "--format", "raw"]);
     assert!(err.contains("is the input"), "{err}");
+    let err = fails(&["decode", s(&encoded), s(&encoded)]);
+    assert!(err.contains("does not write .mb"), "{err}");
     assert_eq!(fs::read(&encoded).unwrap(), encoded_bytes);
 
     // An existing output is refused, then replaced with --force, keeping its mode.
@@ -1014,4 +1016,64 @@ fn a_copied_binary_finds_the_sample_beside_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("beside_me"));
+}
+
+/// `decode` refuses names it would mislabel (f32 values in a `.f64` file, raw bytes under
+/// `.parquet` or `.csv`), says how many nulls it wrote as zero, and `verify` checks every
+/// checksum and decodes every page, naming the damage it finds.
+#[test]
+fn decode_refuses_mislabelled_outputs_and_verify_finds_damage() {
+    let dir = temp();
+    let values = common::mixed_f32(10_000, 6);
+    let input = write_raw_f32(dir.path(), "x.f32", &values);
+    let encoded = dir.path().join("x.mb");
+    ok(&["encode", s(&input), s(&encoded)]);
+    for (name, expected) in [
+        ("x.f64", "not Float64"),
+        ("x.parquet", "does not write .parquet"),
+        ("x.csv", "does not write .csv"),
+    ] {
+        let out = dir.path().join(name);
+        let err = fails(&["decode", s(&encoded), s(&out)]);
+        assert!(err.contains(expected), "{name}: {err}");
+        assert!(!out.exists());
+    }
+    ok(&["decode", s(&encoded), s(&dir.path().join("x.bin"))]);
+    ok(&[
+        "decode",
+        s(&encoded),
+        s(&dir.path().join("y.f64")),
+        "--format",
+        "raw",
+    ]);
+
+    // Nulls written as zero are counted in the summary.
+    let ipc = dir.path().join("n.arrow");
+    let column: ArrayRef = Arc::new(Float64Array::from(vec![Some(1.0), None, None, Some(4.0)]));
+    let batch = RecordBatch::try_from_iter([("n", column)]).unwrap();
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new(fs::File::create(&ipc).unwrap(), &batch.schema())
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let nulls = dir.path().join("n.mb");
+    ok(&["encode", s(&ipc), s(&nulls)]);
+    let said = ok(&["decode", s(&nulls), s(&dir.path().join("n.f64"))]);
+    assert!(said.contains("2 null(s) written as zero"), "{said}");
+
+    // verify: good files pass, one changed byte anywhere in the data is named.
+    let said = ok(&["verify", s(&encoded), s(&nulls)]);
+    assert!(said.contains("ok:") && said.contains("2 null(s)"), "{said}");
+    let good = fs::read(&encoded).unwrap();
+    for pos in (8..good.len() - 200).step_by(997) {
+        let mut damaged = good.clone();
+        damaged[pos] ^= 0x04;
+        let path = dir.path().join("damaged.mb");
+        fs::write(&path, &damaged).unwrap();
+        let err = fails(&["verify", s(&path)]);
+        assert!(
+            err.contains("checksum") || err.contains("corrupt") || err.contains("page"),
+            "byte {pos}: {err}"
+        );
+    }
 }

@@ -98,6 +98,44 @@ fn le_bytes(array: &dyn Array) -> Vec<u8> {
     bytes
 }
 
+/// The output format: `--format`, or from OUTPUT's extension. An extension `decode` does
+/// not write is refused rather than given raw bytes, and so is a float extension of
+/// another width than the column's (f32 values in a `.f64` file would be misread).
+fn output_format(args: &Args, data_type: &DataType) -> Result<Format, CliError> {
+    if let Some(format) = args.format {
+        return Ok(format);
+    }
+    if args.output.as_os_str() == "-" {
+        return Ok(Format::Raw);
+    }
+    let ext = args
+        .output
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let float = match ext.as_str() {
+        "f16" => Some(DataType::Float16),
+        "f32" => Some(DataType::Float32),
+        "f64" => Some(DataType::Float64),
+        _ => None,
+    };
+    if let Some(float) = float {
+        if &float != data_type {
+            return Err(CliError::new(format!(
+                "the column is {data_type}, not {float}: a .{ext} name would mislabel its values; name the output .bin (or pass --format raw)"
+            )));
+        }
+    }
+    match ext.as_str() {
+        "npy" => Ok(Format::Npy),
+        "arrow" | "arrows" | "feather" | "ipc" => Ok(Format::Arrow),
+        "f16" | "f32" | "f64" | "bin" | "raw" | "" => Ok(Format::Raw),
+        other => Err(CliError::new(format!(
+            "decode does not write .{other} files; name the output .bin/.f32/.f64 (raw), .npy or .arrow/.feather, or pass --format raw|npy|arrow"
+        ))),
+    }
+}
+
 /// Runs `decode`.
 pub fn run(args: &Args) -> Result<(), CliError> {
     let shown = args.input.display().to_string();
@@ -126,18 +164,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Some(text) => parse_rows(text, reader.num_rows())?,
         None => 0..reader.num_rows(),
     };
-    let format = args.format.unwrap_or_else(|| {
-        match args
-            .output
-            .extension()
-            .map(|e| e.to_string_lossy().to_ascii_lowercase())
-            .as_deref()
-        {
-            Some("npy") => Format::Npy,
-            Some("arrow" | "feather" | "ipc") => Format::Arrow,
-            _ => Format::Raw,
-        }
-    });
+    let format = output_format(args, field.data_type())?;
     // Decode page by page so memory stays at one page whatever the column's size.
     let mut steps = Vec::new();
     let mut row = 0u64;
@@ -159,6 +186,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     )]));
     let out_shown = args.output.display().to_string();
     let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
+    let mut nulls_as_zero = 0usize;
     output::write_output(&args.output, &[&args.input], args.force, |sink| {
         let mut read = |step: Range<u64>| -> Result<ArrayRef, CliError> {
             let array = reader
@@ -176,6 +204,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 }
                 for step in steps {
                     let array = read(step)?;
+                    nulls_as_zero += array.null_count();
                     sink.write_all(&le_bytes(array.as_ref()))
                         .map_err(|e| output::write_error(&args.output, &e))?;
                 }
@@ -195,13 +224,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Ok(())
     })?;
     bar.finish_and_clear();
-    let line = format!(
+    let mut line = format!(
         "wrote {out_shown}: column {:?}, rows {}..{} ({len} values, {:?})",
         field.name(),
         rows.start,
         rows.end,
         format
     );
+    if nulls_as_zero > 0 {
+        use std::fmt::Write as _;
+        let _ = write!(line, ", {nulls_as_zero} null(s) written as zero");
+    }
     // Values went to standard output: the summary must not mix with them.
     if args.output.as_os_str() == "-" {
         eprintln!("{line}");

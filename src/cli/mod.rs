@@ -1,4 +1,4 @@
-//! The `miniblock` command: `compare`, `encode`, `decode`, `inspect`.
+//! The `miniblock` command: `compare`, `encode`, `decode`, `inspect`, `verify`.
 
 /// Writes a line to standard output; a closed pipe becomes [`CliError::broken_pipe`]
 /// instead of the panic of `println!`. Used with `?` in every command.
@@ -23,6 +23,7 @@ mod inspect;
 mod output;
 mod plot;
 mod progress;
+mod verify;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -156,6 +157,8 @@ enum Command {
     Decode(decode::Args),
     /// Show what a miniblock file holds: columns, pages, encodings, chunks, ratio.
     Inspect(inspect::Args),
+    /// Check miniblock files: every page and chunk checksum, and a full decode of every page.
+    Verify(verify::Args),
 }
 
 /// Runs the command line; the default command is `compare` on the bundled sample.
@@ -166,6 +169,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Encode(args)) => encode::run(&args),
         Some(Command::Decode(args)) => decode::run(&args),
         Some(Command::Inspect(args)) => inspect::run(&args),
+        Some(Command::Verify(args)) => verify::run(&args),
     }
 }
 

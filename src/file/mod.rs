@@ -44,7 +44,7 @@ mod reader;
 mod types;
 mod writer;
 
-pub use reader::{page_layout, FileReader};
+pub use reader::{page_layout, FileReader, VerifySummary};
 pub use writer::{FileWriter, WriteOptions};
 
 /// Magic bytes at both ends of a file.
