@@ -189,19 +189,19 @@ fn npy_in_and_out() {
         data.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         values.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
     );
-    // an .npy of another dtype is refused
+    // an .npy of a dtype with no fixed-width Arrow type is refused
     let mut ints = b"\x93NUMPY\x01\x00".to_vec();
     let padded = format!(
         "{:<117}\n",
-        "{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }"
+        "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }"
     );
     ints.extend_from_slice(&(padded.len() as u16).to_le_bytes());
     ints.extend_from_slice(padded.as_bytes());
     ints.extend_from_slice(&[0; 8]);
-    let bad = dir.path().join("ints.npy");
+    let bad = dir.path().join("complex.npy");
     fs::write(&bad, ints).unwrap();
     let err = fails(&["encode", s(&bad), s(&dir.path().join("x.mb"))]);
-    assert!(err.contains("<i4"), "{err}");
+    assert!(err.contains("<c8"), "{err}");
 }
 
 fn mixed_batch() -> RecordBatch {
@@ -1076,4 +1076,91 @@ fn decode_refuses_mislabelled_outputs_and_verify_finds_damage() {
             "byte {pos}: {err}"
         );
     }
+}
+
+/// A `.npy` file as numpy writes it: version 1.0, the header padded to 64 bytes. A
+/// structured `descr` (a list) is written as it is, any other quoted.
+fn npy_bytes(descr: &str, shape: &str, fortran: bool, data: &[u8]) -> Vec<u8> {
+    let order = if fortran { "True" } else { "False" };
+    let descr = if descr.starts_with('[') {
+        descr.to_owned()
+    } else {
+        format!("'{descr}'")
+    };
+    let mut dict = format!("{{'descr': {descr}, 'fortran_order': {order}, 'shape': {shape}, }}");
+    let unpadded = 10 + dict.len() + 1;
+    dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// Every fixed-width numpy dtype the tool writes is read back (either byte order, any
+/// shape in C order), datetime64/timedelta64 keep their type through encode and decode,
+/// and structured dtypes and Fortran-order matrices are refused with a clear message.
+#[test]
+fn npy_dtypes_round_trip_and_odd_ones_are_refused() {
+    let dir = temp();
+    let little: Vec<u8> = (0u8..=239).collect(); // 240 bytes: whole values of every width
+    for (descr, width, out_descr) in [
+        ("<f2", 2, "<f2"),
+        ("<f4", 4, "<f4"),
+        ("<f8", 8, "<f8"),
+        ("|i1", 1, "|i1"),
+        ("|u1", 1, "|u1"),
+        ("<i2", 2, "<i2"),
+        ("<i4", 4, "<i4"),
+        ("<i8", 8, "<i8"),
+        ("<u2", 2, "<u2"),
+        ("<u4", 4, "<u4"),
+        ("<u8", 8, "<u8"),
+        ("<M8[us]", 8, "<M8[us]"),
+        ("<m8[ms]", 8, "<m8[ms]"),
+        (">i4", 4, "<i4"),
+        (">f8", 8, "<f8"),
+        (">M8[ns]", 8, "<M8[ns]"),
+    ] {
+        let data = if descr.starts_with('>') {
+            // The same values big-endian: each value's bytes reversed.
+            little
+                .chunks_exact(width)
+                .flat_map(|v| v.iter().rev().copied())
+                .collect()
+        } else {
+            little.clone()
+        };
+        let shape = format!("(2, {})", 240 / width / 2);
+        let input = dir.path().join("in.npy");
+        fs::write(&input, npy_bytes(descr, &shape, false, &data)).unwrap();
+        let encoded = dir.path().join("in.mb");
+        ok(&["encode", "-f", s(&input), s(&encoded)]);
+        let out = dir.path().join("out.npy");
+        ok(&["decode", "-f", s(&encoded), s(&out)]);
+        let written = fs::read(&out).unwrap();
+        let header = String::from_utf8_lossy(&written[10..written.len() - 240]);
+        assert!(
+            header.contains(&format!("'descr': '{out_descr}'")),
+            "{descr}: {header}"
+        );
+        assert_eq!(&written[written.len() - 240..], &little[..], "{descr}");
+    }
+    for (descr, shape, fortran, expected) in [
+        ("[('a', '<f4'), ('b', '<i4')]", "(10,)", false, "structured"),
+        ("<f8", "(3, 10)", true, "Fortran-order"),
+        ("<c16", "(15,)", false, "complex"),
+        ("<U4", "(15,)", false, "not a fixed-width number"),
+        ("<M8[D]", "(30,)", false, "time unit"),
+    ] {
+        let input = dir.path().join("odd.npy");
+        fs::write(&input, npy_bytes(descr, shape, fortran, &little[..80])).unwrap();
+        let err = fails(&["encode", "-f", s(&input), s(&dir.path().join("odd.mb"))]);
+        assert!(err.contains(expected), "{descr}: {err}");
+    }
+    // A 1-D Fortran-order array is the same as C order.
+    let input = dir.path().join("f1.npy");
+    fs::write(&input, npy_bytes("<f8", "(30,)", true, &little)).unwrap();
+    ok(&["encode", s(&input), s(&dir.path().join("f1.mb"))]);
 }

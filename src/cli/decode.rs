@@ -67,9 +67,19 @@ fn parse_rows(text: &str, num_rows: u64) -> Result<Range<u64>, CliError> {
     Ok(start..end)
 }
 
-/// The numpy dtype of a column: the number types by name, anything else (temporal,
-/// decimal, fixed-size binary) as raw `V<width>` records of its little-endian bytes.
+/// The numpy dtype of a column: numbers by name, timestamps and durations as
+/// `datetime64`/`timedelta64` of their unit (a time zone is dropped: the values are UTC),
+/// 32- and 64-bit decimals as their storage integers (with a note on stderr saying so),
+/// anything else (dates, times, wider decimals, fixed-size binary) as raw `V<width>`
+/// records of its little-endian bytes.
 fn npy_descr(data_type: &DataType, width: usize) -> String {
+    use arrow_schema::TimeUnit;
+    let unit = |u: &TimeUnit| match u {
+        TimeUnit::Second => "s",
+        TimeUnit::Millisecond => "ms",
+        TimeUnit::Microsecond => "us",
+        TimeUnit::Nanosecond => "ns",
+    };
     match data_type {
         DataType::Float16 => "<f2".into(),
         DataType::Float32 => "<f4".into(),
@@ -78,6 +88,15 @@ fn npy_descr(data_type: &DataType, width: usize) -> String {
         DataType::UInt8 => "|u1".into(),
         DataType::Int16 | DataType::Int32 | DataType::Int64 => format!("<i{width}"),
         DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => format!("<u{width}"),
+        DataType::Timestamp(u, _) => format!("<M8[{}]", unit(u)),
+        DataType::Date64 => "<M8[ms]".into(),
+        DataType::Duration(u) => format!("<m8[{}]", unit(u)),
+        DataType::Decimal32(_, scale) | DataType::Decimal64(_, scale) => {
+            eprintln!(
+                "note: {data_type} values are written as their storage integers (value = integer / 10^{scale})"
+            );
+            format!("<i{width}")
+        }
         _ => format!("|V{width}"),
     }
 }

@@ -130,33 +130,18 @@ fn one_column_schema(name: &str, dtype: Dtype) -> SchemaRef {
 }
 
 /// Turns little-endian value bytes into a one-column batch.
-fn batch_from_le(
-    schema: &SchemaRef,
-    dtype: Dtype,
-    bytes: &[u8],
-    swap: bool,
-) -> Result<RecordBatch, CliError> {
+fn batch_from_le(schema: &SchemaRef, dtype: Dtype, bytes: &[u8]) -> Result<RecordBatch, CliError> {
     let array: ArrayRef = match dtype {
-        Dtype::F32 => Arc::new(Float32Array::from_iter_values(bytes.chunks_exact(4).map(
-            |b| {
-                let b: [u8; 4] = b.try_into().unwrap_or_default();
-                f32::from_bits(if swap {
-                    u32::from_be_bytes(b)
-                } else {
-                    u32::from_le_bytes(b)
-                })
-            },
-        ))),
-        Dtype::F64 => Arc::new(Float64Array::from_iter_values(bytes.chunks_exact(8).map(
-            |b| {
-                let b: [u8; 8] = b.try_into().unwrap_or_default();
-                f64::from_bits(if swap {
-                    u64::from_be_bytes(b)
-                } else {
-                    u64::from_le_bytes(b)
-                })
-            },
-        ))),
+        Dtype::F32 => Arc::new(Float32Array::from_iter_values(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap_or_default())),
+        )),
+        Dtype::F64 => Arc::new(Float64Array::from_iter_values(
+            bytes
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or_default())),
+        )),
     };
     RecordBatch::try_new(schema.clone(), vec![array]).map_err(|e| CliError::new(e.to_string()))
 }
@@ -167,7 +152,6 @@ fn value_stream<R: Read + 'static>(
     len: u64,
     schema: SchemaRef,
     dtype: Dtype,
-    swap: bool,
     shown: String,
 ) -> Batches {
     let mut left = len;
@@ -183,7 +167,7 @@ fn value_stream<R: Read + 'static>(
             return Some(Err(CliError::new(format!("reading {shown}: {e}"))));
         }
         left -= take as u64;
-        Some(batch_from_le(&schema, dtype, &buf, swap))
+        Some(batch_from_le(&schema, dtype, &buf))
     }))
 }
 
@@ -222,7 +206,7 @@ fn stdin(dtype: Option<Dtype>, wanted: &[String]) -> Result<Input, CliError> {
         if buf.is_empty() {
             return None;
         }
-        Some(batch_from_le(&batch_schema, dtype, &buf, false))
+        Some(batch_from_le(&batch_schema, dtype, &buf))
     }));
     Ok(Input {
         name,
@@ -252,14 +236,70 @@ fn raw(
         len,
         schema.clone(),
         dtype,
-        false,
         shown.to_owned(),
     );
     Ok((schema, batches))
 }
 
-/// `.npy` version 1, 2 or 3 with a `<f4`, `<f8`, `>f4` or `>f8` dtype, any shape (values are
-/// taken in file order).
+/// A numpy dtype string (`<f4`, `>i8`, `|u1`, `<M8[us]`, ...) as the Arrow type it holds,
+/// its width, and whether its bytes are big-endian; a clear error for what has no
+/// fixed-width Arrow type (structured dtypes, strings, objects, complex numbers).
+fn npy_dtype(descr: &str, shown: &str) -> Result<(DataType, usize, bool), CliError> {
+    use arrow_schema::TimeUnit;
+    let refuse = |why: &str| CliError::new(format!("{shown}: .npy dtype {descr} {why}"));
+    if descr.starts_with('[') {
+        return Err(refuse(
+            "is a structured dtype; save each field as its own array (or use Arrow/Parquet)",
+        ));
+    }
+    let text = descr.trim_matches(|c| c == '\'' || c == '"');
+    let (order, rest) = text.split_at(text.len().min(1));
+    let swap = match order {
+        "<" | "|" | "=" => false,
+        ">" => true,
+        _ => return Err(refuse("has no byte order")),
+    };
+    let (kind, size) = rest.split_at(rest.len().min(1));
+    let (size, unit) = match size.split_once('[') {
+        Some((size, unit)) => (size, unit.strip_suffix(']')),
+        None => (size, None),
+    };
+    let width: usize = size.parse().map_err(|_| refuse("is not understood"))?;
+    let time_unit = |unit: Option<&str>| match unit {
+        Some("s") => Ok(TimeUnit::Second),
+        Some("ms") => Ok(TimeUnit::Millisecond),
+        Some("us") => Ok(TimeUnit::Microsecond),
+        Some("ns") => Ok(TimeUnit::Nanosecond),
+        _ => Err(refuse(
+            "has a time unit Arrow has no type for (s, ms, us and ns are read)",
+        )),
+    };
+    let data_type = match (kind, width) {
+        ("f", 2) => DataType::Float16,
+        ("f", 4) => DataType::Float32,
+        ("f", 8) => DataType::Float64,
+        ("i", 1) => DataType::Int8,
+        ("i", 2) => DataType::Int16,
+        ("i", 4) => DataType::Int32,
+        ("i", 8) => DataType::Int64,
+        ("u", 1) => DataType::UInt8,
+        ("u", 2) => DataType::UInt16,
+        ("u", 4) => DataType::UInt32,
+        ("u", 8) => DataType::UInt64,
+        ("M", 8) => DataType::Timestamp(time_unit(unit)?, None),
+        ("m", 8) => DataType::Duration(time_unit(unit)?),
+        _ => {
+            return Err(refuse(
+                "is not a fixed-width number, datetime64 or timedelta64 (bool, strings, objects and complex numbers cannot be encoded)",
+            ))
+        }
+    };
+    Ok((data_type, width, swap && width > 1))
+}
+
+/// `.npy` version 1, 2 or 3 of any fixed-width numeric, datetime64 or timedelta64 dtype in
+/// either byte order (big-endian converted), any shape in C order (values in file order;
+/// a Fortran-order array of more than one dimension is refused).
 fn npy(
     file: File,
     file_len: u64,
@@ -302,19 +342,10 @@ fn npy(
         .map_err(|_| bad("truncated header"))?;
     let header = String::from_utf8_lossy(&header);
     let descr = dict_value(&header, "descr").ok_or_else(|| bad("no descr"))?;
-    let (dtype, swap) = match descr.trim_matches(|c| c == '\'' || c == '"') {
-        "<f4" | "=f4" => (Dtype::F32, false),
-        "<f8" | "=f8" => (Dtype::F64, false),
-        ">f4" => (Dtype::F32, true),
-        ">f8" => (Dtype::F64, true),
-        other => {
-            return Err(CliError::new(format!(
-                "{shown}: .npy dtype {other} is not a float32 or float64 array"
-            )))
-        }
-    };
+    let (data_type, width, swap) = npy_dtype(descr, shown)?;
     let shape = dict_value(&header, "shape").ok_or_else(|| bad("no shape"))?;
     let mut count: u64 = 1;
+    let mut dims = 0;
     for dim in shape
         .trim_matches(|c| c == '(' || c == ')')
         .split(',')
@@ -325,9 +356,15 @@ fn npy(
         count = count
             .checked_mul(dim)
             .ok_or_else(|| bad("shape overflows"))?;
+        dims += 1;
+    }
+    if dims > 1 && dict_value(&header, "fortran_order").is_some_and(|v| v == "True") {
+        return Err(CliError::new(format!(
+            "{shown}: a Fortran-order array of shape {shape}; save it in C order (numpy.ascontiguousarray) so its values read in order"
+        )));
     }
     let data_len = count
-        .checked_mul(dtype.width() as u64)
+        .checked_mul(width as u64)
         .ok_or_else(|| bad("shape overflows"))?;
     let needed = prefix
         .checked_add(header_len)
@@ -339,15 +376,42 @@ fn npy(
             file_len - prefix - header_len
         )));
     }
-    let schema = one_column_schema(name, dtype);
-    let batches = value_stream(
-        reader,
-        data_len,
-        schema.clone(),
-        dtype,
-        swap,
-        shown.to_owned(),
-    );
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        name,
+        data_type.clone(),
+        false,
+    )]));
+    let batch_schema = schema.clone();
+    let mut left = data_len;
+    let mut buf = Vec::new();
+    let shown = shown.to_owned();
+    let batches = Box::new(std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let take = left.min((BATCH_VALUES * width) as u64) as usize;
+        buf.resize(take, 0);
+        if let Err(e) = reader.read_exact(&mut buf) {
+            left = 0;
+            return Some(Err(CliError::new(format!("reading {shown}: {e}"))));
+        }
+        left -= take as u64;
+        if swap {
+            for value in buf.chunks_exact_mut(width) {
+                value.reverse();
+            }
+        }
+        let array = arrow_data::ArrayData::builder(data_type.clone())
+            .len(take / width)
+            .add_buffer(arrow_buffer::Buffer::from(buf.as_slice()))
+            .build()
+            .map(arrow_array::make_array);
+        Some(
+            array
+                .and_then(|a| RecordBatch::try_new(batch_schema.clone(), vec![a]))
+                .map_err(|e| CliError::new(format!("reading {shown}: {e}"))),
+        )
+    }));
     Ok((schema, batches))
 }
 
