@@ -265,12 +265,13 @@ fn parquet_and_ipc_inputs() {
             inspect.contains("2 column(s)") && inspect.contains("column \"b\": Float64, nullable"),
             "{inspect}"
         );
-        // a file with two columns needs --column
+        // a raw output of a file with two columns needs --column
+        let raw_out = dir.path().join("both.bin");
+        let err = fails(&["decode", s(&encoded), s(&raw_out)]);
+        assert!(err.contains("--column") && err.contains("a, b"), "{err}");
+        assert!(!raw_out.exists());
         let out = dir.path().join("b.arrow");
         let _ = fs::remove_file(&out);
-        let err = fails(&["decode", s(&encoded), s(&out)]);
-        assert!(err.contains("--column") && err.contains("a, b"), "{err}");
-        assert!(!out.exists());
         // Arrow output keeps validity
         ok(&["decode", "-f", s(&encoded), s(&out), "--column", "b"]);
         let back = read_ipc(&out);
@@ -1019,7 +1020,7 @@ fn a_copied_binary_finds_the_sample_beside_it() {
 }
 
 /// `decode` refuses names it would mislabel (f32 values in a `.f64` file, raw bytes under
-/// `.parquet` or `.csv`), says how many nulls it wrote as zero, and `verify` checks every
+/// `.txt` or `.csv`), says how many nulls it wrote as zero, and `verify` checks every
 /// checksum and decodes every page, naming the damage it finds.
 #[test]
 fn decode_refuses_mislabelled_outputs_and_verify_finds_damage() {
@@ -1030,7 +1031,7 @@ fn decode_refuses_mislabelled_outputs_and_verify_finds_damage() {
     ok(&["encode", s(&input), s(&encoded)]);
     for (name, expected) in [
         ("x.f64", "not Float64"),
-        ("x.parquet", "does not write .parquet"),
+        ("x.txt", "does not write .txt"),
         ("x.csv", "does not write .csv"),
     ] {
         let out = dir.path().join(name);
@@ -1163,4 +1164,87 @@ fn npy_dtypes_round_trip_and_odd_ones_are_refused() {
     let input = dir.path().join("f1.npy");
     fs::write(&input, npy_bytes("<f8", "(30,)", true, &little)).unwrap();
     ok(&["encode", s(&input), s(&dir.path().join("f1.mb"))]);
+}
+
+/// Without `--column`, `.arrow`, `.feather` and `.parquet` outputs hold the whole table:
+/// every column with its type (time zone, decimal precision and scale), nulls, and the
+/// field and schema metadata the input had.
+#[test]
+fn decode_writes_whole_tables_with_metadata() {
+    use std::collections::HashMap;
+    let dir = temp();
+    let rows = 300_000;
+    let ts: ArrayRef = Arc::new(
+        arrow_array::TimestampMicrosecondArray::from_iter(
+            (0..rows).map(|i| (i % 7 != 0).then_some(i64::from(i) * 1_000)),
+        )
+        .with_timezone("Europe/Paris"),
+    );
+    let dec: ArrayRef = Arc::new(
+        arrow_array::Decimal128Array::from_iter_values((0..rows).map(|i| i128::from(i) * 3))
+            .with_precision_and_scale(20, 3)
+            .unwrap(),
+    );
+    let x: ArrayRef = Arc::new(Float32Array::from_iter_values(
+        (0..rows).map(|i| i as f32 * 0.5),
+    ));
+    let field_meta = HashMap::from([("unit".to_owned(), "degC".to_owned())]);
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        vec![
+            arrow_schema::Field::new("ts", ts.data_type().clone(), true),
+            arrow_schema::Field::new("dec", dec.data_type().clone(), false),
+            arrow_schema::Field::new("x", arrow_schema::DataType::Float32, false)
+                .with_metadata(field_meta.clone()),
+        ],
+        HashMap::from([("source".to_owned(), "station 7".to_owned())]),
+    ));
+    let batch = RecordBatch::try_new(schema.clone(), vec![ts, dec, x]).unwrap();
+    let input = dir.path().join("t.feather");
+    let mut w =
+        arrow_ipc::writer::FileWriter::try_new(fs::File::create(&input).unwrap(), &schema).unwrap();
+    w.write(&batch).unwrap();
+    w.finish().unwrap();
+    let encoded = dir.path().join("t.mb");
+    ok(&["encode", s(&input), s(&encoded)]);
+    for name in ["all.arrow", "all.feather"] {
+        let out = dir.path().join(name);
+        let said = ok(&["decode", s(&encoded), s(&out)]);
+        assert!(said.contains("3 columns"), "{said}");
+        let back = read_ipc(&out);
+        assert_eq!(back.schema(), schema, "{name}");
+        assert_eq!(back.columns().len(), 3);
+        for (a, b) in back.columns().iter().zip(batch.columns()) {
+            assert_eq!(a.to_data(), b.to_data(), "{name}");
+        }
+    }
+    let out = dir.path().join("all.parquet");
+    ok(&["decode", s(&encoded), s(&out), "--rows", "1000..250000"]);
+    let builder = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        fs::File::open(&out).unwrap(),
+    )
+    .unwrap();
+    let back_schema = builder.schema().clone();
+    let reader = builder.build().unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    let back = arrow_select::concat::concat_batches(&back_schema, &batches).unwrap();
+    assert_eq!(back.num_rows(), 249_000);
+    assert_eq!(back_schema.field(2).metadata(), &field_meta);
+    assert_eq!(back_schema.metadata()["source"], "station 7");
+    for (a, b) in back.columns().iter().zip(batch.columns()) {
+        assert_eq!(a.to_data(), b.slice(1000, 249_000).to_data());
+    }
+    // Two named columns, in the order named.
+    let out = dir.path().join("two.arrow");
+    ok(&[
+        "decode",
+        s(&encoded),
+        s(&out),
+        "--column",
+        "x",
+        "--column",
+        "ts",
+    ]);
+    let back = read_ipc(&out);
+    assert_eq!(back.schema().field(0).name(), "x");
+    assert_eq!(back.column(1).to_data(), batch.column(0).to_data());
 }

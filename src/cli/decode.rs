@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::DataType;
 use clap::ValueEnum;
 use miniblock::file::FileReader;
 use miniblock::page::value_width;
@@ -21,27 +21,37 @@ pub enum Format {
     Raw,
     /// A 1-D .npy array (nulls written as zero).
     Npy,
-    /// An Arrow IPC file with one column, validity kept.
+    /// An Arrow IPC file: the named columns or the whole table, types, nulls and metadata
+    /// kept.
     Arrow,
+    /// A Parquet file (Zstd): the named columns or the whole table, types, nulls and
+    /// metadata kept.
+    Parquet,
 }
+
+/// Rows per batch when writing a table.
+const TABLE_STEP_ROWS: u64 = 1 << 17;
 
 /// Arguments of `decode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A miniblock column file.
     input: PathBuf,
-    /// Where to write the column (`-`: standard output).
+    /// Where to write the values (`-`: standard output).
     output: PathBuf,
     /// Overwrite OUTPUT if it exists.
     #[arg(short = 'f', long)]
     force: bool,
-    /// The column to decode (may be left out when the file has one column).
-    #[arg(long, value_name = "NAME")]
-    column: Option<String>,
+    /// A column to decode (repeatable). Raw and .npy outputs hold one column, which may be
+    /// left out when the file has one; .arrow/.feather/.parquet outputs hold the named
+    /// columns, or every column when none is named.
+    #[arg(long = "column", value_name = "NAME")]
+    columns: Vec<String>,
     /// Only rows START..END (END exclusive; either side may be left out).
     #[arg(long, value_name = "START..END")]
     rows: Option<String>,
-    /// Output format (default: from OUTPUT's extension, .npy or .arrow/.feather, else raw).
+    /// Output format (default: from OUTPUT's extension: .npy, .arrow/.feather, .parquet, or
+    /// raw for .bin/.raw/.f16/.f32/.f64 and `-`).
     #[arg(long, value_enum)]
     format: Option<Format>,
 }
@@ -148,9 +158,10 @@ fn output_format(args: &Args, data_type: &DataType) -> Result<Format, CliError> 
     match ext.as_str() {
         "npy" => Ok(Format::Npy),
         "arrow" | "arrows" | "feather" | "ipc" => Ok(Format::Arrow),
+        "parquet" | "pq" => Ok(Format::Parquet),
         "f16" | "f32" | "f64" | "bin" | "raw" | "" => Ok(Format::Raw),
         other => Err(CliError::new(format!(
-            "decode does not write .{other} files; name the output .bin/.f32/.f64 (raw), .npy or .arrow/.feather, or pass --format raw|npy|arrow"
+            "decode does not write .{other} files; name the output .bin/.f32/.f64 (raw), .npy, .arrow/.feather or .parquet, or pass --format raw|npy|arrow|parquet"
         ))),
     }
 }
@@ -160,95 +171,139 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let shown = args.input.display().to_string();
     let file =
         File::open(&args.input).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
-    let file_bytes = file.metadata().map_or(0, |m| m.len());
     let mut reader = FileReader::open(BufReader::new(file))
         .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
     let schema = reader.schema().clone();
-    let column = match &args.column {
-        Some(name) => reader
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let mut columns = Vec::new();
+    for name in &args.columns {
+        let index = reader
             .column_index(name)
-            .map_err(|e| CliError::new(format!("{shown}: {e}")))?,
-        None if schema.fields().len() == 1 => 0,
-        None => {
-            let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-            return Err(CliError::new(format!(
-                "{shown} has {} columns ({}); name one with --column",
-                names.len(),
-                names.join(", ")
-            )));
+            .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+        if columns.contains(&index) {
+            return Err(CliError::new(format!("--column {name:?} is given twice")));
         }
-    };
-    let field = schema.field(column).clone();
+        columns.push(index);
+    }
+    let first_type = schema
+        .field(columns.first().copied().unwrap_or(0))
+        .data_type();
+    let format = output_format(args, first_type)?;
+    let table = matches!(format, Format::Arrow | Format::Parquet);
+    if columns.is_empty() && (table || names.len() == 1) {
+        columns = (0..names.len()).collect();
+    }
+    if !table && columns.len() != 1 {
+        return Err(CliError::new(format!(
+            "{shown} has {} columns ({}); a {format:?} output holds one: name it with --column, or write .arrow/.parquet for several",
+            names.len(),
+            names.join(", ")
+        )));
+    }
     let rows = match &args.rows {
         Some(text) => parse_rows(text, reader.num_rows())?,
         None => 0..reader.num_rows(),
     };
-    let format = output_format(args, field.data_type())?;
-    // Decode page by page so memory stays at one page whatever the column's size.
+    // Decoded in steps, so memory stays at one step whatever the file's size: a single
+    // column page by page, a table in batches of rows.
     let mut steps = Vec::new();
-    let mut row = 0u64;
-    for page in &reader.footer().columns[column].pages {
-        let (lo, hi) = (row.max(rows.start), (row + page.num_values).min(rows.end));
-        if lo < hi {
-            steps.push(lo..hi);
+    if table {
+        let mut row = rows.start;
+        while row < rows.end {
+            let end = (row + TABLE_STEP_ROWS).min(rows.end);
+            steps.push(row..end);
+            row = end;
         }
-        row += page.num_values;
+    } else {
+        let mut row = 0u64;
+        for page in &reader.footer().columns[columns[0]].pages {
+            let (lo, hi) = (row.max(rows.start), (row + page.num_values).min(rows.end));
+            if lo < hi {
+                steps.push(lo..hi);
+            }
+            row += page.num_values;
+        }
     }
-    let bar = progress::bar(file_bytes, "decoding");
-    let width = value_width(field.data_type()).map_err(|e| CliError::new(e.to_string()))?;
+    let widths = columns
+        .iter()
+        .map(|&c| value_width(schema.field(c).data_type()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::new(e.to_string()))?;
+    let row_bytes: u64 = widths.iter().map(|&w| w as u64).sum();
+    // The bar counts decoded bytes against the decoded total.
+    let bar = progress::bar((rows.end - rows.start) * row_bytes, "decoding");
     let len =
         usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
-    let out_field = Arc::new(Schema::new(vec![Field::new(
-        field.name(),
-        field.data_type().clone(),
-        field.is_nullable(),
-    )]));
+    let out_schema = Arc::new(
+        schema
+            .project(&columns)
+            .map_err(|e| CliError::new(e.to_string()))?,
+    );
     let out_shown = args.output.display().to_string();
     let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
     let mut nulls_as_zero = 0usize;
     output::write_output(&args.output, &[&args.input], args.force, |sink| {
-        let mut read = |step: Range<u64>| -> Result<ArrayRef, CliError> {
-            let array = reader
-                .read_column_range(column, step)
+        let mut read = |step: Range<u64>| -> Result<RecordBatch, CliError> {
+            let arrays = columns
+                .iter()
+                .map(|&c| reader.read_column_range(c, step.clone()))
+                .collect::<Result<Vec<ArrayRef>, _>>()
                 .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
-            bar.inc((array.len() * width) as u64);
-            Ok(array)
+            bar.inc((step.end - step.start) * row_bytes);
+            RecordBatch::try_new(out_schema.clone(), arrays).map_err(|e| write_err(&e))
         };
         match format {
             Format::Raw | Format::Npy => {
                 if format == Format::Npy {
-                    let descr = npy_descr(field.data_type(), width);
+                    let descr = npy_descr(out_schema.field(0).data_type(), widths[0]);
                     sink.write_all(&output::npy_header(&descr, len))
                         .map_err(|e| output::write_error(&args.output, &e))?;
                 }
                 for step in steps {
-                    let array = read(step)?;
+                    let batch = read(step)?;
+                    let array = batch.column(0);
                     nulls_as_zero += array.null_count();
                     sink.write_all(&le_bytes(array.as_ref()))
                         .map_err(|e| output::write_error(&args.output, &e))?;
                 }
             }
             Format::Arrow => {
-                let mut writer = arrow_ipc::writer::FileWriter::try_new(&mut *sink, &out_field)
+                let mut writer = arrow_ipc::writer::FileWriter::try_new(&mut *sink, &out_schema)
                     .map_err(|e| write_err(&e))?;
                 for step in steps {
-                    let array = read(step)?;
-                    let batch = RecordBatch::try_new(out_field.clone(), vec![array])
-                        .map_err(|e| write_err(&e))?;
-                    writer.write(&batch).map_err(|e| write_err(&e))?;
+                    writer.write(&read(step)?).map_err(|e| write_err(&e))?;
                 }
                 writer.finish().map_err(|e| write_err(&e))?;
+            }
+            Format::Parquet => {
+                let props = parquet::file::properties::WriterProperties::builder()
+                    .set_compression(parquet::basic::Compression::ZSTD(
+                        parquet::basic::ZstdLevel::default(),
+                    ))
+                    .build();
+                let mut writer = parquet::arrow::ArrowWriter::try_new(
+                    &mut *sink,
+                    out_schema.clone(),
+                    Some(props),
+                )
+                .map_err(|e| write_err(&e))?;
+                for step in steps {
+                    writer.write(&read(step)?).map_err(|e| write_err(&e))?;
+                }
+                writer.close().map_err(|e| write_err(&e))?;
             }
         }
         Ok(())
     })?;
     bar.finish_and_clear();
+    let what = if columns.len() == 1 {
+        format!("column {:?}", out_schema.field(0).name())
+    } else {
+        format!("{} columns", columns.len())
+    };
     let mut line = format!(
-        "wrote {out_shown}: column {:?}, rows {}..{} ({len} values, {:?})",
-        field.name(),
-        rows.start,
-        rows.end,
-        format
+        "wrote {out_shown}: {what}, rows {}..{} ({len} rows, {format:?})",
+        rows.start, rows.end
     );
     if nulls_as_zero > 0 {
         use std::fmt::Write as _;

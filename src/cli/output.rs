@@ -18,6 +18,9 @@ use std::sync::{Mutex, Once};
 
 use super::CliError;
 
+/// What a command writes its output to (`Send`, as Parquet's writer requires).
+pub type Sink<'a> = dyn Write + Send + 'a;
+
 /// Where an output goes, decided before anything is written.
 enum Target {
     Stdout,
@@ -132,13 +135,12 @@ pub fn write_error(path: &Path, e: &std::io::Error) -> CliError {
 /// kind of path). `inputs` are the files the command reads, which `path` may not be.
 pub fn write_output<F>(path: &Path, inputs: &[&Path], force: bool, write: F) -> Result<(), CliError>
 where
-    F: FnOnce(&mut dyn Write) -> Result<(), CliError>,
+    F: FnOnce(&mut Sink<'_>) -> Result<(), CliError>,
 {
-    let flush = |writer: &mut dyn Write| writer.flush().map_err(|e| write_error(path, &e));
+    let flush = |writer: &mut Sink<'_>| writer.flush().map_err(|e| write_error(path, &e));
     match target(path, inputs, force)? {
         Target::Stdout => {
-            let stdout = std::io::stdout();
-            let mut writer = BufWriter::new(stdout.lock());
+            let mut writer = BufWriter::new(std::io::stdout());
             write(&mut writer)?;
             flush(&mut writer)
         }
@@ -161,7 +163,7 @@ fn write_regular<F>(
     write: F,
 ) -> Result<(), CliError>
 where
-    F: FnOnce(&mut dyn Write) -> Result<(), CliError>,
+    F: FnOnce(&mut Sink<'_>) -> Result<(), CliError>,
 {
     let shown = path.display();
     let dir = match path.parent() {

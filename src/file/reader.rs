@@ -451,7 +451,15 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
                 column.name, footer.num_rows
             )));
         }
-        fields.push(Field::new(column.name.clone(), data_type, column.nullable));
+        fields.push(
+            Field::new(column.name.clone(), data_type, column.nullable).with_metadata(
+                column
+                    .metadata
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+        );
         page_starts.push(starts);
     }
     // Duplicate names would make lookups ambiguous. One pass with a set: a footer of many
@@ -465,7 +473,12 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
             )));
         }
     }
-    let schema = Schema::new(fields);
+    let metadata = footer
+        .metadata
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let schema = Schema::new_with_metadata(fields, metadata);
     Ok((Arc::new(schema), page_starts))
 }
 

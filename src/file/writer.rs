@@ -73,6 +73,8 @@ struct ColumnWriter {
 #[derive(Debug)]
 pub struct FileWriter<W: Write> {
     sink: W,
+    /// The schema's metadata, for the footer.
+    metadata: std::collections::HashMap<String, String>,
     parallel: bool,
     offset: u64,
     num_rows: u64,
@@ -97,6 +99,7 @@ impl<W: Write> FileWriter<W> {
         for field in schema.fields() {
             let mut described = pb::Column {
                 name: field.name().clone(),
+                metadata: field.metadata().clone().into_iter().collect(),
                 ..pb::Column::default()
             };
             set_column_type(&mut described, field.data_type())?;
@@ -123,6 +126,7 @@ impl<W: Write> FileWriter<W> {
             .map_err(|e| io_error(e, "writing the file header"))?;
         Ok(Self {
             sink,
+            metadata: schema.metadata().clone(),
             parallel: options.parallel,
             offset: header.len() as u64,
             num_rows: 0,
@@ -146,6 +150,7 @@ impl<W: Write> FileWriter<W> {
         let footer = pb::Footer {
             format_version: FORMAT_VERSION,
             num_rows: self.num_rows,
+            metadata: std::mem::take(&mut self.metadata),
             columns: self
                 .columns
                 .iter_mut()
