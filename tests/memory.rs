@@ -59,6 +59,7 @@ fn file_with_footer(data: &[u8], num_rows: u64, columns: Vec<pb::Column>) -> Vec
         format_version: FORMAT_VERSION,
         num_rows,
         columns,
+        ..pb::Footer::default()
     }
     .encode_to_vec();
     bytes.extend_from_slice(&footer);

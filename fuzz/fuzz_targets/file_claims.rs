@@ -106,6 +106,7 @@ fuzz_target!(|claim: FileClaim| {
         format_version: FORMAT_VERSION,
         num_rows: claim.num_rows,
         columns,
+        ..pb::Footer::default()
     }
     .encode_to_vec();
     let mut file = MAGIC.to_vec();
