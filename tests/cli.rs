@@ -242,13 +242,7 @@ fn parquet_and_ipc_inputs() {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     let ipc_path = dir.path().join("table.feather");
-    let mut writer = arrow_ipc::writer::FileWriter::try_new(
-        fs::File::create(&ipc_path).unwrap(),
-        &batch.schema(),
-    )
-    .unwrap();
-    writer.write(&batch).unwrap();
-    writer.finish().unwrap();
+    write_feather(&ipc_path, &batch);
 
     for input in [&parquet_path, &ipc_path] {
         let encoded = dir.path().join("table.mb");
@@ -638,6 +632,15 @@ fn integer_decimal_and_binary_columns_go_through_the_cli() {
     assert_eq!(json.lines().count(), 3 * 2, "{json}");
 }
 
+/// Writes `batch` as an uncompressed Arrow IPC file (Feather v2).
+fn write_feather(path: &Path, batch: &RecordBatch) {
+    let mut writer =
+        arrow_ipc::writer::FileWriter::try_new(fs::File::create(path).unwrap(), &batch.schema())
+            .unwrap();
+    writer.write(batch).unwrap();
+    writer.finish().unwrap();
+}
+
 /// Starts the binary with standard input, output and error piped.
 fn spawn_piped(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_miniblock"))
@@ -873,10 +876,7 @@ fn duplicate_column_names_are_refused_before_writing() {
     ]));
     let batch = RecordBatch::try_new(schema.clone(), vec![a, b]).unwrap();
     let input = dir.path().join("dup.arrow");
-    let mut writer =
-        arrow_ipc::writer::FileWriter::try_new(fs::File::create(&input).unwrap(), &schema).unwrap();
-    writer.write(&batch).unwrap();
-    writer.finish().unwrap();
+    write_feather(&input, &batch);
     let out = dir.path().join("dup.mb");
     let err = fails(&["encode", s(&input), s(&out)]);
     assert!(err.contains("\"x\""), "{err}");
@@ -971,13 +971,7 @@ fn compressed_ipc_streams_brotli_parquet_and_dictionaries_are_read() {
     );
     // And the same dictionary column in a Feather file.
     let feather = dir.path().join("dict.feather");
-    let mut w = arrow_ipc::writer::FileWriter::try_new(
-        fs::File::create(&feather).unwrap(),
-        &dict_batch.schema(),
-    )
-    .unwrap();
-    w.write(&dict_batch).unwrap();
-    w.finish().unwrap();
+    write_feather(&feather, &dict_batch);
     let out = dir.path().join("dict.mb");
     ok(&["encode", s(&feather), s(&out)]);
     let back = dir.path().join("dict.arrow");
@@ -1052,11 +1046,7 @@ fn decode_refuses_mislabelled_outputs_and_verify_finds_damage() {
     let ipc = dir.path().join("n.arrow");
     let column: ArrayRef = Arc::new(Float64Array::from(vec![Some(1.0), None, None, Some(4.0)]));
     let batch = RecordBatch::try_from_iter([("n", column)]).unwrap();
-    let mut w =
-        arrow_ipc::writer::FileWriter::try_new(fs::File::create(&ipc).unwrap(), &batch.schema())
-            .unwrap();
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
+    write_feather(&ipc, &batch);
     let nulls = dir.path().join("n.mb");
     ok(&["encode", s(&ipc), s(&nulls)]);
     let said = ok(&["decode", s(&nulls), s(&dir.path().join("n.f64"))]);
@@ -1200,10 +1190,7 @@ fn decode_writes_whole_tables_with_metadata() {
     ));
     let batch = RecordBatch::try_new(schema.clone(), vec![ts, dec, x]).unwrap();
     let input = dir.path().join("t.feather");
-    let mut w =
-        arrow_ipc::writer::FileWriter::try_new(fs::File::create(&input).unwrap(), &schema).unwrap();
-    w.write(&batch).unwrap();
-    w.finish().unwrap();
+    write_feather(&input, &batch);
     let encoded = dir.path().join("t.mb");
     ok(&["encode", s(&input), s(&encoded)]);
     for name in ["all.arrow", "all.feather"] {

@@ -35,14 +35,20 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// The counters are global: tests that measure run one at a time.
+/// The counters are global, and building a hostile input allocates too: every test in
+/// this file holds this lock for its whole body, so no other test allocates while one
+/// measures.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs `f`, returning the peak of bytes allocated beyond those live before, and the time.
-fn measure(f: impl FnOnce()) -> (usize, Duration) {
-    let _one_at_a_time = SERIAL
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `f`, returning the peak of bytes allocated beyond those live before, and the time.
+/// Taking the guard proves the caller holds [`SERIAL`].
+fn measure(_serial: &std::sync::MutexGuard<'static, ()>, f: impl FnOnce()) -> (usize, Duration) {
     let before = LIVE.load(Ordering::SeqCst);
     PEAK.store(before, Ordering::SeqCst);
     let start = Instant::now();
@@ -96,6 +102,7 @@ type Check = Box<dyn Fn(&[u8]) -> bool>;
 
 #[test]
 fn huge_claims_allocate_little_and_fail_fast() {
+    let serial = serial();
     let encoding = Encoding::BssLz4.compressor(64).unwrap().array_encoding();
     let huge = 1u64 << 40;
     let mut cases: Vec<(&str, Vec<u8>, Check)> = Vec::new();
@@ -262,7 +269,7 @@ fn huge_claims_allocate_little_and_fail_fast() {
     }
     for (what, input, fails) in &cases {
         let mut failed = false;
-        let (peak, elapsed) = measure(|| failed = fails(input));
+        let (peak, elapsed) = measure(&serial, || failed = fails(input));
         assert!(failed, "{what}: accepted");
         assert!(
             peak <= 64 * input.len() + 64 * 1024,
@@ -270,7 +277,7 @@ fn huge_claims_allocate_little_and_fail_fast() {
             input.len()
         );
         assert!(
-            elapsed < Duration::from_millis(200),
+            elapsed < Duration::from_secs(1),
             "{what}: took {elapsed:?}"
         );
     }
@@ -297,21 +304,27 @@ fn standalone_page(wide: bool, chunks: &[(u32, u8, u8)], data: &[u8]) -> Vec<u8>
 /// The bound the README states for a hostile page: a few times the bytes present (the
 /// output reserve is at most 4x the data; a parsed chunk table takes 12x its 4-byte
 /// entries) plus a small constant. No output is returned, so none is asked for.
-fn assert_bounded(what: &str, input: usize, run: impl FnOnce() -> bool) {
+fn assert_bounded(
+    serial: &std::sync::MutexGuard<'static, ()>,
+    what: &str,
+    input: usize,
+    run: impl FnOnce() -> bool,
+) {
     let mut failed = false;
-    let (peak, elapsed) = measure(|| failed = run());
+    let (peak, elapsed) = measure(serial, || failed = run());
     assert!(failed, "{what}: accepted");
     assert!(
         peak <= 12 * input + (1 << 20),
         "{what}: {peak} bytes allocated for {input} input bytes"
     );
-    assert!(elapsed < Duration::from_secs(2), "{what}: took {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(5), "{what}: took {elapsed:?}");
 }
 
 /// The attacks of the review: validity reserved for claimed rows, scratch zero-filled for
 /// a claimed chunk size before its frame header was read, LZ4 chunks claiming 256x.
 #[test]
 fn claimed_counts_do_not_drive_allocation() {
+    let serial = serial();
     // 100,000 BSS+Zstd chunks of 1-byte values, each claiming 65,536 values in 2 bytes
     // (within Zstd's 32768x), the last with validity: ~800 MB of validity was reserved.
     let chunks = 100_000usize;
@@ -323,11 +336,16 @@ fn claimed_counts_do_not_drive_allocation() {
     let page = standalone_page(false, &entries, &data);
     let encoding = Encoding::BssZstd.compressor(8).unwrap().array_encoding();
     let num_values = chunks as u64 * 65536;
-    assert_bounded("100,000 chunks claiming 65,536 values", page.len(), || {
-        PageDecoder::try_new(&encoding, num_values, &page)
-            .and_then(|d| d.decode())
-            .is_err()
-    });
+    assert_bounded(
+        &serial,
+        "100,000 chunks claiming 65,536 values",
+        page.len(),
+        || {
+            PageDecoder::try_new(&encoding, num_values, &page)
+                .and_then(|d| d.decode())
+                .is_err()
+        },
+    );
 
     // One wide-table Zstd chunk of 16,384-byte values (1 GiB claimed, the largest chunk
     // an encoder writes) from 128 KiB: once with no frame header, once with a frame
@@ -345,6 +363,7 @@ fn claimed_counts_do_not_drive_allocation() {
         for encoding in [Encoding::Zstd, Encoding::BssZstd] {
             let message = encoding.compressor(16_384 * 8).unwrap().array_encoding();
             assert_bounded(
+                &serial,
                 &format!("{encoding} 1 GiB chunk, {what}"),
                 page.len(),
                 || {
@@ -354,6 +373,7 @@ fn claimed_counts_do_not_drive_allocation() {
                 },
             );
             assert_bounded(
+                &serial,
                 &format!("{encoding} 1 GiB chunk, {what}, rows 1..2"),
                 page.len(),
                 || {
@@ -371,7 +391,7 @@ fn claimed_counts_do_not_drive_allocation() {
         .compressor(65_536 * 8)
         .unwrap()
         .array_encoding();
-    assert_bounded("4 GiB chunk", page.len(), || {
+    assert_bounded(&serial, "4 GiB chunk", page.len(), || {
         PageDecoder::try_new(&message, 65_536, &page).is_err()
     });
 
@@ -392,6 +412,7 @@ fn claimed_counts_do_not_drive_allocation() {
     for encoding in [Encoding::Lz4, Encoding::BssLz4] {
         let message = encoding.compressor(16_384 * 8).unwrap().array_encoding();
         assert_bounded(
+            &serial,
             &format!("{encoding} 16 MiB page claiming 4 GiB"),
             page.len(),
             || {
@@ -401,6 +422,7 @@ fn claimed_counts_do_not_drive_allocation() {
             },
         );
         assert_bounded(
+            &serial,
             &format!("{encoding} 16 MiB page claiming 4 GiB, rows 1..2"),
             page.len(),
             || {
@@ -416,6 +438,7 @@ fn claimed_counts_do_not_drive_allocation() {
 /// check was quadratic), once with distinct names and once with the last name repeated.
 #[test]
 fn many_columns_open_in_linear_time() {
+    let serial = serial();
     let columns = |n: usize, repeat_last: bool| -> Vec<pb::Column> {
         (0..n)
             .map(|i| pb::Column {
@@ -433,7 +456,9 @@ fn many_columns_open_in_linear_time() {
         let file = file_with_footer(&[], 0, columns(200_000, repeat_last));
         assert!(file.len() > 1_000_000);
         let mut failed = false;
-        let (peak, elapsed) = measure(|| failed = FileReader::open(Cursor::new(&file)).is_err());
+        let (peak, elapsed) = measure(&serial, || {
+            failed = FileReader::open(Cursor::new(&file)).is_err()
+        });
         assert_eq!(failed, repeat_last, "repeat_last {repeat_last}");
         assert!(
             peak <= 64 * file.len(),
@@ -441,7 +466,7 @@ fn many_columns_open_in_linear_time() {
             file.len()
         );
         assert!(
-            elapsed < Duration::from_secs(3),
+            elapsed < Duration::from_secs(10),
             "{} bytes of footer took {elapsed:?}",
             file.len()
         );
