@@ -276,10 +276,7 @@ fn huge_claims_allocate_little_and_fail_fast() {
             "{what}: {peak} bytes allocated for {} input bytes",
             input.len()
         );
-        assert!(
-            elapsed < Duration::from_secs(1),
-            "{what}: took {elapsed:?}"
-        );
+        assert!(elapsed < Duration::from_secs(1), "{what}: took {elapsed:?}");
     }
 }
 
