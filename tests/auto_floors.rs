@@ -102,3 +102,63 @@ fn floors_hold_in(dir: &std::path::Path, at_least: usize) {
     println!("{report}");
     assert!(failures.is_empty(), "floors missed: {failures:?}\n{report}");
 }
+
+/// A page's encoding depends only on its values, validity and the options: not on what the
+/// thread encoded before (LZ4's hash table once stayed in its 64 KiB form after a large
+/// chunk, and a later 4 KiB trial then found other matches), nor on values under nulls.
+#[test]
+fn auto_depends_only_on_the_page() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let page = pages(&fs::read(data.join("de421_mars.f64")).unwrap(), 8).remove(0);
+    let strategy: Strategy = "auto:0".parse().unwrap();
+    let options = EncoderOptions::default()
+        .with_chunk_values(Some(8192))
+        .unwrap();
+    let encode = move |array: &dyn arrow_array::Array| {
+        let encoder = PageEncoder::for_strategy(strategy, 8, &options).unwrap();
+        encoder.encode(array).unwrap()
+    };
+    // On a fresh thread, then after 64 KiB LZ4 chunks on the same thread.
+    let fresh = {
+        let page = page.clone();
+        std::thread::spawn(move || encode(page.as_ref())).join().unwrap()
+    };
+    let lz4 = PageEncoder::for_strategy(Encoding::Lz4.into(), 8, &options).unwrap();
+    lz4.encode(page.as_ref()).unwrap();
+    assert_eq!(encode(page.as_ref()), fresh, "auto after LZ4 on 64 KiB chunks");
+
+    // Nulls over every third value: zeros under them, or noise.
+    let page = pages(&fs::read(data.join("tmy3_all_cols.f64")).unwrap(), 8).remove(0);
+    let values = page
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap()
+        .values()
+        .clone();
+    let nulls = arrow_buffer::NullBuffer::from_iter((0..values.len()).map(|i| i % 3 != 0));
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let noisy = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            if i % 3 == 0 {
+                f64::from_bits(state)
+            } else {
+                *v
+            }
+        })
+        .collect();
+    let garbage = Float64Array::new(noisy, Some(nulls.clone()));
+    let zeros = Float64Array::new(
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if i % 3 == 0 { 0.0 } else { *v })
+            .collect(),
+        Some(nulls),
+    );
+    assert_eq!(encode(&garbage), encode(&zeros), "values under nulls");
+}

@@ -93,18 +93,29 @@ thread_local! {
     /// One Zstd decompression context per thread.
     static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { RefCell::new(None) };
-    /// One LZ4 hash table per thread (8 KiB for chunks under 64 KiB), cleared for each
-    /// chunk instead of allocated and freed for each chunk.
-    static LZ4_TABLE: RefCell<Option<lz4_flex::block::CompressTable>> =
-        const { RefCell::new(None) };
+    /// LZ4 hash tables per thread, cleared for each chunk instead of allocated and freed
+    /// for each chunk: one with 16-bit entries for inputs under 64 KiB, one with 32-bit
+    /// entries for larger ones. Each input size always gets the same kind of table, as
+    /// `lz4_flex::block::compress_into` picks it, so a chunk's bytes never depend on what
+    /// the thread compressed before.
+    static LZ4_TABLES: RefCell<[Option<lz4_flex::block::CompressTable>; 2]> =
+        const { RefCell::new([None, None]) };
 }
 
 /// Compresses `src` into `dst` (at least `get_maximum_output_size(src.len())` bytes) with
-/// this thread's LZ4 hash table; returns the bytes written.
+/// this thread's LZ4 hash table for its size; returns the bytes written.
 fn lz4_compress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
-    LZ4_TABLE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        let table = slot.get_or_insert_with(lz4_flex::block::CompressTable::default);
+    use lz4_flex::block::CompressTable;
+    LZ4_TABLES.with(|cell| {
+        let mut tables = cell.borrow_mut();
+        let small = src.len() < usize::from(u16::MAX);
+        let table = tables[usize::from(!small)].get_or_insert_with(|| {
+            if small {
+                CompressTable::small()
+            } else {
+                CompressTable::large()
+            }
+        });
         lz4_flex::block::compress_into_with_table(src, dst, table)
             .map_err(|e| Error::invalid(format!("lz4 compression failed: {e}")))
     })

@@ -136,12 +136,23 @@ impl PageEncoder {
                 )));
             }
         }
+        // Values under nulls are written as zero whatever the array holds there, and auto
+        // chooses from what is written: the choice depends only on the valid values.
+        let nulls = nulls.filter(|n| n.null_count() > 0);
+        let masked;
+        let values = match nulls {
+            Some(nulls) => {
+                masked = mask_nulls(values, width, nulls);
+                &masked[..]
+            }
+            None => values,
+        };
         let (compressor, encoded_chunks) = self.pick(values)?;
         let mut encoded_chunks = encoded_chunks.into_iter().peekable();
         let plan = ChunkPlan::new(num_values, compressor.chunk_values())?;
         // One allocation: the values, every chunk's validity when there are nulls, and the
         // slack a compressor needs to try one chunk (LZ4's worst case for 4 KiB is +429).
-        let validity_bytes = if nulls.is_some_and(|n| n.null_count() > 0) {
+        let validity_bytes = if nulls.is_some() {
             plan.num_chunks() * compressor.chunk_values().div_ceil(8)
         } else {
             0
@@ -150,7 +161,6 @@ impl PageEncoder {
         let slack = 1024 + compressor.chunk_values() * width / 128;
         let mut data = Vec::with_capacity(values.len() + validity_bytes + slack);
         let mut chunks = Vec::with_capacity(plan.num_chunks());
-        let mut masked = Vec::new();
         let mut scratch = Vec::new();
         // Every chunk but the last holds exactly `chunk_values` values; without nulls and
         // without chunks a trial already encoded, an encoding that stores them unchanged
@@ -184,24 +194,16 @@ impl PageEncoder {
         for index in first_left..plan.num_chunks() {
             let (rows, log_num_values) = plan.chunk(index);
             let start = data.len();
-            let mut chunk_values = &values[rows.start * width..rows.end * width];
+            let chunk_values = &values[rows.start * width..rows.end * width];
             let chunk_nulls = nulls
                 .map(|n| n.slice(rows.start, rows.len()))
                 .filter(|n| n.null_count() > 0);
             if let Some(chunk_nulls) = &chunk_nulls {
                 append_validity(chunk_nulls, &mut data);
-                masked.clear();
-                masked.extend_from_slice(chunk_values);
-                for (value, valid) in masked.chunks_exact_mut(width).zip(chunk_nulls.iter()) {
-                    if !valid {
-                        value.fill(0);
-                    }
-                }
-                chunk_values = &masked;
             }
             let storage = match encoded_chunks.next_if(|c| c.index == index) {
-                // Encoded by auto's trial from the same bytes (no nulls to mask).
-                Some(done) if chunk_nulls.is_none() => {
+                // Encoded by auto's trial from the same (masked) bytes.
+                Some(done) => {
                     data.extend_from_slice(&done.bytes);
                     done.storage
                 }
@@ -227,6 +229,19 @@ impl PageEncoder {
             data,
         })
     }
+}
+
+/// A copy of `values` with the values under nulls set to zero.
+fn mask_nulls(values: &[u8], width: usize, nulls: &NullBuffer) -> Vec<u8> {
+    let mut masked = values.to_vec();
+    // `set_slices` gives the runs of valid rows; the gaps between them are nulls.
+    let mut next = 0;
+    for (start, end) in nulls.inner().set_slices() {
+        masked[next * width..start * width].fill(0);
+        next = end;
+    }
+    masked[next * width..].fill(0);
+    masked
 }
 
 /// Appends `nulls` as a bitmap of `ceil(len / 8)` bytes, LSB first, padding bits zero.
