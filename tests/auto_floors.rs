@@ -121,11 +121,17 @@ fn auto_depends_only_on_the_page() {
     // On a fresh thread, then after 64 KiB LZ4 chunks on the same thread.
     let fresh = {
         let page = page.clone();
-        std::thread::spawn(move || encode(page.as_ref())).join().unwrap()
+        std::thread::spawn(move || encode(page.as_ref()))
+            .join()
+            .unwrap()
     };
     let lz4 = PageEncoder::for_strategy(Encoding::Lz4.into(), 8, &options).unwrap();
     lz4.encode(page.as_ref()).unwrap();
-    assert_eq!(encode(page.as_ref()), fresh, "auto after LZ4 on 64 KiB chunks");
+    assert_eq!(
+        encode(page.as_ref()),
+        fresh,
+        "auto after LZ4 on 64 KiB chunks"
+    );
 
     // Nulls over every third value: zeros under them, or noise.
     let page = pages(&fs::read(data.join("tmy3_all_cols.f64")).unwrap(), 8).remove(0);

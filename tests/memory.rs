@@ -454,7 +454,7 @@ fn many_columns_open_in_linear_time() {
         assert!(file.len() > 1_000_000);
         let mut failed = false;
         let (peak, elapsed) = measure(&serial, || {
-            failed = FileReader::open(Cursor::new(&file)).is_err()
+            failed = FileReader::open(Cursor::new(&file)).is_err();
         });
         assert_eq!(failed, repeat_last, "repeat_last {repeat_last}");
         assert!(
