@@ -119,7 +119,7 @@ fn main() {
     let dir = PathBuf::from(
         std::env::args()
             .nth(1)
-            .unwrap_or_else(|| "tests/golden/v1".to_owned()),
+            .unwrap_or_else(|| "tests/golden/v2".to_owned()),
     );
     fs::create_dir_all(&dir).unwrap();
     let mut manifest = String::from("# name data_type num_values has_validity\n");
@@ -128,7 +128,10 @@ fn main() {
         let options = EncoderOptions::default()
             .with_chunk_values(chunk_values)
             .unwrap();
-        for encoding in Encoding::ALL {
+        for encoding in Encoding::ALL
+            .into_iter()
+            .filter(|e| e.supports_width(width))
+        {
             let encoder = PageEncoder::for_strategy(encoding.into(), width, &options).unwrap();
             let page = encoder.encode(array.as_ref()).unwrap();
             let name = format!("{type_name}.{}", encoding.name().replace('+', "_"));

@@ -23,6 +23,14 @@ impl MiniBlockDecompressor for Counting {
         self.inner.max_expansion()
     }
 
+    fn raw_len_range(&self, num_values: usize) -> Option<(usize, usize)> {
+        self.inner.raw_len_range(num_values)
+    }
+
+    fn raw_expansion(&self) -> usize {
+        self.inner.raw_expansion()
+    }
+
     fn decompress_into(
         &self,
         chunk: &[u8],

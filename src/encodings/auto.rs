@@ -8,12 +8,13 @@
 //! the whole page with every enabled encoding, exactly as the page would be encoded, and
 //! compares the sizes:
 //!
-//! - the default candidates are lz4, bss+lz4, zstd and bss+zstd; plain and bss can be
+//! - the default candidates are lz4, bss+lz4, zstd, bss+zstd and (for 4- and 8-byte
+//!   values) alp, alp+lz4 and alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
-//!   at least one and at most 32, one in each of equal slices of the page at golden-ratio
+//!   at least four (when the page has them) and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
 //!   about 1/8 of the page (at least 4 windows, but never more than 1/8 of it), the
@@ -23,8 +24,8 @@
 //!   worth);
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
-//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, zstd,
-//!   bss+zstd); walking from the fastest, a slower candidate replaces the current pick
+//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, alp, alp+lz4,
+//!   zstd, bss+zstd, alp+zstd); walking from the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
@@ -41,7 +42,7 @@
 //!     .collect();
 //! let chooser = AutoChooser::new(4, &EncoderOptions::default(), &AutoOptions::default())?;
 //! let choice = chooser.choose(&values)?;
-//! assert!(choice.encoding.splits());
+//! assert!(choice.encoding.splits() || choice.encoding.is_alp(), "{:?}", choice.encoding);
 //! # Ok::<(), miniblock::Error>(())
 //! ```
 
@@ -62,16 +63,21 @@ pub const DEFAULT_MIN_GAIN: f64 = 0.03;
 /// Largest trial window: chunks above this size are sampled by their first bytes.
 const MAX_WINDOW_BYTES: usize = 16 * 1024;
 
-/// The default candidates: the four compressed encodings. Plain and BSS alone are never
-/// smaller than LZ4 over them (a chunk LZ4 cannot shrink is stored as it is, and decodes
-/// as a copy), so they are left out unless asked for.
-const DEFAULT_CANDIDATES: u8 = 0b11_1100;
+/// The default candidates: every encoding that can shrink values (the four compressed
+/// ones and the three ALP ones; ALP only for 4- and 8-byte values). Plain and BSS alone
+/// are never smaller than LZ4 over them (a chunk LZ4 cannot shrink is stored as it is,
+/// and decodes as a copy), so they are left out unless asked for.
+const DEFAULT_CANDIDATES: u16 = 0b1_1111_1100;
 
 /// At most this many windows per page and stage.
 const MAX_WINDOWS: usize = 32;
 
 /// Stage 1 tries one window per this many windows' worth of page.
 const FIRST_SAMPLE_EVERY: usize = 32;
+
+/// Stage 1 tries at least this many windows (when the page has them): with 16 KiB
+/// windows, 1/32 of a 1 MiB page is only two, too few to tell ALP from Zstd.
+const FIRST_MIN_WINDOWS: usize = 4;
 
 /// Stage 2 tries one window per this many.
 const SECOND_SAMPLE_EVERY: usize = 8;
@@ -88,8 +94,8 @@ const NEAR_TIE: f64 = 1.02;
 /// What `auto` may choose from and how it weighs size against decode speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AutoOptions {
-    /// Bit `i` set: `Encoding::ALL[i]` is a candidate.
-    candidates: u8,
+    /// Bit `i` set: `SPEED_ORDER[i]` is a candidate.
+    candidates: u16,
     min_gain: f64,
 }
 
@@ -147,13 +153,16 @@ fn rank(encoding: Encoding) -> usize {
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 6] = [
+const SPEED_ORDER: [Encoding; 9] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
     Encoding::BssLz4,
+    Encoding::Alp,
+    Encoding::AlpLz4,
     Encoding::Zstd,
     Encoding::BssZstd,
+    Encoding::AlpZstd,
 ];
 
 /// How a page is to be encoded: one encoding, or `auto`'s choice per page.
@@ -270,7 +279,7 @@ impl Trial<'_> {
         for window in windows {
             let bytes = &self.values[window.rows.start * self.width..window.rows.end * self.width];
             raw += bytes.len();
-            if encoding.scheme().is_none() {
+            if encoding.stores_values_at_width() {
                 // Plain and BSS write exactly the values' bytes.
                 encoded += bytes.len();
                 continue;
@@ -313,10 +322,13 @@ impl AutoChooser {
         let compressors = auto
             .candidates()
             .into_iter()
+            .filter(|e| e.supports_width(width))
             .map(|e| Ok((e, e.compressor_with(width, options)?)))
             .collect::<Result<Vec<_>>>()?;
         if compressors.is_empty() {
-            return Err(Error::invalid("auto needs at least one candidate encoding"));
+            return Err(Error::invalid(format!(
+                "auto has no candidate encoding for {width}-byte values"
+            )));
         }
         Ok(Self {
             compressors,
@@ -357,7 +369,12 @@ impl AutoChooser {
         };
         let is_zstd = |e: Encoding| e.scheme() == Some(CompressionScheme::Zstd);
         // Stage 1: every candidate on ~1/32 of the page, the cheap ones first.
-        let first = self.windows(num_values, FIRST_SAMPLE_EVERY, 1, usize::MAX)?;
+        let first = self.windows(
+            num_values,
+            FIRST_SAMPLE_EVERY,
+            FIRST_MIN_WINDOWS,
+            usize::MAX,
+        )?;
         let mut estimates: Vec<(Encoding, Option<f64>)> =
             self.compressors.iter().map(|(e, _)| (*e, None)).collect();
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
@@ -369,7 +386,7 @@ impl AutoChooser {
         // Zstd would have to beat LZ4 by as much on data LZ4 cannot touch; skip its trials.
         let cheap_best = estimates
             .iter()
-            .filter_map(|(e, r)| r.filter(|_| e.scheme().is_some()))
+            .filter_map(|(e, r)| r.filter(|_| !e.stores_values_at_width()))
             .fold(f64::INFINITY, f64::min);
         let skip_zstd =
             self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;

@@ -352,22 +352,22 @@ pub struct GeneralMiniBlockCompressor {
     scheme: CompressionScheme,
     level: Option<i32>,
     /// How the inner encoding lays out a chunk of one repeated value, for writing its LZ4
-    /// block directly (`repeats`).
-    repeat_layout: RepeatLayout,
+    /// block directly (`repeats`); `None` for an inner encoding of variable size (ALP).
+    repeat_layout: Option<RepeatLayout>,
 }
 
 impl GeneralMiniBlockCompressor {
-    /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat or BSS
+    /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat, BSS or ALP
     /// encoder); nesting general compression is refused.
     pub fn try_new(inner: Box<dyn MiniBlockCompressor>, scheme: CompressionScheme) -> Result<Self> {
-        let repeat_layout =
-            match inner.array_encoding().array_encoding {
-                Some(array_encoding::ArrayEncoding::Flat(_)) => RepeatLayout::Flat,
-                Some(array_encoding::ArrayEncoding::ByteStreamSplit(_)) => RepeatLayout::Split,
-                _ => return Err(Error::invalid(
-                    "the inner encoding of general compression must be flat or byte_stream_split",
-                )),
-            };
+        let repeat_layout = match inner.array_encoding().array_encoding {
+            Some(array_encoding::ArrayEncoding::Flat(_)) => Some(RepeatLayout::Flat),
+            Some(array_encoding::ArrayEncoding::ByteStreamSplit(_)) => Some(RepeatLayout::Split),
+            Some(array_encoding::ArrayEncoding::Alp(_)) => None,
+            _ => return Err(Error::invalid(
+                "the inner encoding of general compression must be flat, byte_stream_split or alp",
+            )),
+        };
         Ok(Self {
             inner,
             scheme,
@@ -420,11 +420,11 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
         scratch: &mut Vec<u8>,
     ) -> Result<ChunkStorage> {
         check_chunk_input(values, self.inner.value_width(), self.inner.chunk_values())?;
-        if self.scheme == CompressionScheme::Lz4 {
+        if let (CompressionScheme::Lz4, Some(layout)) = (self.scheme, self.repeat_layout) {
             // A chunk of one repeated value: its block is written, not searched for.
             let start = out.len();
             let width = self.inner.value_width();
-            if write_repeated_value_block(values, width, self.repeat_layout, out) {
+            if write_repeated_value_block(values, width, layout, out) {
                 if out.len() - start < values.len() {
                     return Ok(ChunkStorage::Compressed);
                 }
@@ -442,24 +442,32 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
             ));
         }
         let start = out.len();
+        // An inner chunk of variable size is prefixed with its size, so the decoder knows
+        // what to decompress to before it decompresses.
+        if self.repeat_layout.is_none() {
+            let len = u32::try_from(scratch.len())
+                .map_err(|_| Error::invalid("an inner chunk over 4 GiB"))?;
+            out.extend_from_slice(&len.to_le_bytes());
+        }
+        let body = out.len();
         match self.scheme {
             CompressionScheme::Lz4 => {
                 out.resize(
-                    start + lz4_flex::block::get_maximum_output_size(scratch.len()),
+                    body + lz4_flex::block::get_maximum_output_size(scratch.len()),
                     0,
                 );
-                let written = lz4_compress(scratch, &mut out[start..])?;
-                if written < scratch.len() {
-                    out.truncate(start + written);
+                let written = lz4_compress(scratch, &mut out[body..])?;
+                if body - start + written < scratch.len() {
+                    out.truncate(body + written);
                     return Ok(ChunkStorage::Compressed);
                 }
             }
             CompressionScheme::Zstd => {
-                out.resize(start + zstd::zstd_safe::compress_bound(scratch.len()), 0);
+                out.resize(body + zstd::zstd_safe::compress_bound(scratch.len()), 0);
                 let level = self.level.unwrap_or(DEFAULT_ZSTD_LEVEL);
-                let written = zstd_compress(scratch, &mut out[start..], level)?;
-                if written < scratch.len() {
-                    out.truncate(start + written);
+                let written = zstd_compress(scratch, &mut out[body..], level)?;
+                if body - start + written < scratch.len() {
+                    out.truncate(body + written);
                     return Ok(ChunkStorage::Compressed);
                 }
             }
@@ -524,6 +532,35 @@ impl GeneralMiniBlockDecompressor {
         }
     }
 
+    /// Decompresses `chunk` into `scratch`: what the inner encoding wrote for `num_values`
+    /// values. That is `len` bytes for an inner encoding of fixed size; an inner encoding
+    /// of variable size (ALP) has its size in a u32 prefix, checked against the sizes the
+    /// inner encoding can take before anything is allocated.
+    fn decompress_inner(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        len: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let Some((min, max)) = self.inner.raw_len_range(num_values) else {
+            return self.decompress_to_scratch(chunk, len, scratch);
+        };
+        let (prefix, body) = chunk.split_at_checked(4).ok_or_else(|| {
+            Error::corrupt(format!(
+                "compressed chunk of {} bytes has no size prefix",
+                chunk.len()
+            ))
+        })?;
+        let inner_len = u32::from_le_bytes(prefix.try_into().expect("4 bytes")) as usize;
+        if !(min..=max).contains(&inner_len) {
+            return Err(Error::corrupt(format!(
+                "compressed chunk of {num_values} values records an inner size of {inner_len} bytes (expected {min} to {max})"
+            )));
+        }
+        self.decompress_to_scratch(body, inner_len, scratch)
+    }
+
     /// Decompresses `chunk` into `out`, which it must fill exactly: a chunk decoding to
     /// fewer or more bytes is corrupt.
     fn decompress_exact(&self, chunk: &[u8], out: &mut [u8]) -> Result<()> {
@@ -548,7 +585,17 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
     }
 
     fn max_expansion(&self) -> usize {
-        self.scheme.max_expansion()
+        self.scheme
+            .max_expansion()
+            .saturating_mul(self.inner.raw_expansion())
+    }
+
+    fn raw_len_range(&self, num_values: usize) -> Option<(usize, usize)> {
+        self.inner.raw_len_range(num_values)
+    }
+
+    fn raw_expansion(&self) -> usize {
+        self.inner.raw_expansion()
     }
 
     fn decompress_into(
@@ -570,7 +617,7 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
             // `out` (checked for its exact length above) without a copy through scratch.
             return self.decompress_exact(chunk, out);
         }
-        self.decompress_to_scratch(chunk, len, scratch)?;
+        self.decompress_inner(chunk, num_values, len, scratch)?;
         self.inner
             .decompress_into(scratch, num_values, ChunkStorage::Raw, out, &mut Vec::new())
     }
@@ -589,7 +636,7 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
                 .decompress_append(chunk, num_values, storage, out, scratch);
         }
         let len = checked_len(num_values, self.value_width())?;
-        self.decompress_to_scratch(chunk, len, scratch)?;
+        self.decompress_inner(chunk, num_values, len, scratch)?;
         self.inner
             .decompress_append(scratch, num_values, ChunkStorage::Raw, out, &mut Vec::new())
     }

@@ -11,12 +11,14 @@
 //! |---|---|---|
 //! | [`flat`] | values as they are | `flat { bits_per_value }` |
 //! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
+//! | [`alp`] | decimal floats as integers, bit-packed or in byte streams, with exceptions | `alp { bits_per_value }` (ours: field 100) |
 //! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
 //! Values are any fixed width (1 to [`MAX_VALUE_WIDTH`] bytes): floats, integers, dates,
 //! decimals and fixed-size binaries all go through the same code; `bits_per_value` in the
 //! message says the width.
 
+pub mod alp;
 pub mod auto;
 pub mod byte_stream_split;
 pub mod flat;
@@ -31,6 +33,7 @@ use arrow_buffer::MutableBuffer;
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding};
 
+pub use alp::{AlpDecompressor, AlpEncoder, IntLayout};
 pub use auto::{AutoChooser, AutoOptions, Choice, Strategy, DEFAULT_MIN_GAIN};
 pub use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
 pub use flat::{FlatDecompressor, FlatEncoder};
@@ -236,6 +239,21 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
     /// bound otherwise. Chunk tables claiming more are rejected before anything is
     /// allocated; a wrapper must forward its inner decompressor's bound.
     fn max_expansion(&self) -> usize;
+
+    /// The smallest and largest size a raw ([`ChunkStorage::Raw`]) chunk of `num_values`
+    /// values may take, for encodings whose raw chunks vary in size (ALP); `None`, the
+    /// default, means exactly `num_values * value_width()` bytes (flat, BSS).
+    fn raw_len_range(&self, num_values: usize) -> Option<(usize, usize)> {
+        let _ = num_values;
+        None
+    }
+
+    /// How many times its size a raw chunk can decode to: 1 (the default) for encodings
+    /// that store values at their width, more for those that shrink them (ALP). A
+    /// compressor around such an encoding expands by both factors.
+    fn raw_expansion(&self) -> usize {
+        1
+    }
 
     /// Whether a raw chunk's values are its bytes as they are (the flat encoding), so a
     /// wrapper may decompress straight into the output instead of through scratch space.
@@ -500,17 +518,26 @@ pub enum Encoding {
     BssLz4,
     /// Byte stream split, each chunk compressed with Zstd.
     BssZstd,
+    /// ALP, integers bit-packed (32- and 64-bit floats only).
+    Alp,
+    /// ALP, integers in byte streams, each chunk compressed with LZ4.
+    AlpLz4,
+    /// ALP, integers in byte streams, each chunk compressed with Zstd.
+    AlpZstd,
 }
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 6] = [
+    pub const ALL: [Encoding; 9] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
         Encoding::Bss,
         Encoding::BssLz4,
         Encoding::BssZstd,
+        Encoding::Alp,
+        Encoding::AlpLz4,
+        Encoding::AlpZstd,
     ];
 
     /// The name used on the command line and in reports.
@@ -522,7 +549,31 @@ impl Encoding {
             Encoding::Bss => "bss",
             Encoding::BssLz4 => "bss+lz4",
             Encoding::BssZstd => "bss+zstd",
+            Encoding::Alp => "alp",
+            Encoding::AlpLz4 => "alp+lz4",
+            Encoding::AlpZstd => "alp+zstd",
         }
+    }
+
+    /// Whether the encoding takes values of `width` bytes: ALP takes 4- and 8-byte floats,
+    /// the others every width from 1 to [`MAX_VALUE_WIDTH`].
+    pub fn supports_width(self, width: usize) -> bool {
+        if self.is_alp() {
+            width == 4 || width == 8
+        } else {
+            (1..=MAX_VALUE_WIDTH).contains(&width)
+        }
+    }
+
+    /// Whether the values are ALP-encoded.
+    pub fn is_alp(self) -> bool {
+        matches!(self, Encoding::Alp | Encoding::AlpLz4 | Encoding::AlpZstd)
+    }
+
+    /// Whether every chunk takes exactly its values' bytes (plain and BSS without
+    /// compression).
+    pub fn stores_values_at_width(self) -> bool {
+        matches!(self, Encoding::Plain | Encoding::Bss)
     }
 
     /// Whether the values are byte-stream split.
@@ -533,9 +584,9 @@ impl Encoding {
     /// The general compression scheme applied to each chunk, if any.
     pub fn scheme(self) -> Option<CompressionScheme> {
         match self {
-            Encoding::Plain | Encoding::Bss => None,
-            Encoding::Lz4 | Encoding::BssLz4 => Some(CompressionScheme::Lz4),
-            Encoding::Zstd | Encoding::BssZstd => Some(CompressionScheme::Zstd),
+            Encoding::Plain | Encoding::Bss | Encoding::Alp => None,
+            Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 => Some(CompressionScheme::Lz4),
+            Encoding::Zstd | Encoding::BssZstd | Encoding::AlpZstd => Some(CompressionScheme::Zstd),
         }
     }
 
@@ -554,7 +605,18 @@ impl Encoding {
         let bits = width as u64 * 8;
         width_from_bits(bits)?;
         let chunk_values = options.chunk_values_for(width)?;
-        let inner: Box<dyn MiniBlockCompressor> = if self.splits() {
+        let inner: Box<dyn MiniBlockCompressor> = if self.is_alp() {
+            let layout = if self.scheme().is_some() {
+                IntLayout::Streams
+            } else {
+                IntLayout::Packed
+            };
+            Box::new(
+                AlpEncoder::try_new(bits)?
+                    .with_chunk_values(chunk_values)?
+                    .with_layout(layout),
+            )
+        } else if self.splits() {
             Box::new(ByteStreamSplitEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else {
             Box::new(FlatEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
@@ -577,6 +639,7 @@ impl Encoding {
         match encoding.array_encoding.as_ref()? {
             array_encoding::ArrayEncoding::Flat(_) => Some(Encoding::Plain),
             array_encoding::ArrayEncoding::ByteStreamSplit(_) => Some(Encoding::Bss),
+            array_encoding::ArrayEncoding::Alp(_) => Some(Encoding::Alp),
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
                 let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
                 let inner = Encoding::of(general.inner.as_deref()?)?;
@@ -585,6 +648,8 @@ impl Encoding {
                     (Encoding::Plain, CompressionScheme::Zstd) => Encoding::Zstd,
                     (Encoding::Bss, CompressionScheme::Lz4) => Encoding::BssLz4,
                     (Encoding::Bss, CompressionScheme::Zstd) => Encoding::BssZstd,
+                    (Encoding::Alp, CompressionScheme::Lz4) => Encoding::AlpLz4,
+                    (Encoding::Alp, CompressionScheme::Zstd) => Encoding::AlpZstd,
                     _ => return None,
                 })
             }
@@ -682,6 +747,9 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
         Some(array_encoding::ArrayEncoding::ByteStreamSplit(bss)) => {
             format!("byte_stream_split({}-bit)", bss.bits_per_value)
         }
+        Some(array_encoding::ArrayEncoding::Alp(alp)) => {
+            format!("alp({}-bit)", alp.bits_per_value)
+        }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
             let scheme = general
                 .compression
@@ -730,6 +798,9 @@ fn decompressor_at_depth(
             let width = bits(bss.bits_per_value, "byte_stream_split")?;
             Ok(Box::new(ByteStreamSplitDecompressor::with_width(width)))
         }
+        Some(array_encoding::ArrayEncoding::Alp(alp)) => {
+            Ok(Box::new(AlpDecompressor::try_new(alp.bits_per_value)?))
+        }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
             if depth > 0 {
                 return Err(Error::unsupported(
@@ -773,6 +844,10 @@ mod tests {
         };
         for &encoding in encodings {
             for bits in [16u64, 32, 64, 40] {
+                if !encoding.supports_width(bits as usize / 8) {
+                    assert!(encoding.compressor(bits).is_err(), "{encoding} {bits}-bit");
+                    continue;
+                }
                 let compressor = encoding.compressor(bits).unwrap();
                 let width = compressor.value_width();
                 let too_many = vec![7u8; (compressor.chunk_values() + 1) * width];

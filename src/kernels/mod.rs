@@ -18,6 +18,7 @@
 
 #[macro_use]
 mod blocks;
+pub(crate) mod bitpack;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod scalar;

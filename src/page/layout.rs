@@ -50,11 +50,7 @@ impl PageLayout {
     ) -> Result<Self> {
         let num_values = usize::try_from(num_values)
             .map_err(|_| Error::corrupt(format!("page value count {num_values} overflows")))?;
-        let limits = Limits {
-            width: decompressor.value_width(),
-            max_expansion: decompressor.max_expansion().max(1),
-        };
-        let chunks = locate_chunks(num_values, table, format, limits)?;
+        let chunks = locate_chunks(num_values, table, format, decompressor)?;
         let data_len = chunks.last().map_or(0, |c| c.offset + c.num_bytes);
         Ok(Self {
             chunks,
@@ -151,24 +147,15 @@ impl PageLayout {
     }
 }
 
-/// What a page's decoder allows a chunk to claim.
-#[derive(Debug, Clone, Copy)]
-struct Limits {
-    width: usize,
-    max_expansion: usize,
-}
-
 /// Validates a chunk table against the page's value count and value width.
 fn locate_chunks(
     num_values: usize,
     table: &[u8],
     format: ChunkTableFormat,
-    limits: Limits,
+    decompressor: &dyn MiniBlockDecompressor,
 ) -> Result<Vec<ChunkLocation>> {
-    let Limits {
-        width,
-        max_expansion,
-    } = limits;
+    let width = decompressor.value_width();
+    let max_expansion = decompressor.max_expansion().max(1);
     let entry_bytes = format.entry_bytes();
     if !table.len().is_multiple_of(entry_bytes) {
         return Err(Error::corrupt(format!(
@@ -240,7 +227,10 @@ fn locate_chunks(
             ))
         })?;
         let plausible = match meta.storage {
-            ChunkStorage::Raw => value_bytes == decoded,
+            ChunkStorage::Raw => match decompressor.raw_len_range(count) {
+                None => value_bytes == decoded,
+                Some((min, max)) => (min..=max).contains(&value_bytes),
+            },
             // A scheme expands by at most its own bound (LZ4 ~255x); beyond is a lie.
             ChunkStorage::Compressed => {
                 value_bytes > 0

@@ -1,0 +1,773 @@
+//! ALP (Afroozeh, Kuffo, Boncz, SIGMOD 2023) over each miniblock chunk of 32- or 64-bit
+//! floats.
+//!
+//! Decimal-like floats (prices, sensor readings, anything parsed from text with a few
+//! decimals) are integers in disguise: `21.7` is `217 / 10`. Each chunk picks an exponent
+//! `e` and a factor `f` (`f <= e`) from a sample of its values, turns every value `x` into
+//! `n = round(x * 10^(e - f))`, and keeps `n` when `(n * 10^f) / 10^e`, computed in f64
+//! and rounded to the value's width, gives back exactly the bits of `x`. The integers are
+//! then frame-of-reference coded (`n - min`) or, when that is narrower, delta coded
+//! (`n_i - n_(i-1) - min_delta`), and stored bit-packed (for decoding without a general
+//! compressor) or as byte streams (under LZ4/Zstd, which find repeats in whole bytes).
+//! Values that do not round-trip (NaN, infinities, -0.0, values with more digits than the
+//! chunk's exponent) are exceptions, stored with their positions as they are. A chunk
+//! where ALP would not be smaller than the values stores them plain. Every chunk decodes
+//! alone: its exponent, factor and reference live in its own header.
+//!
+//! ```text
+//! ALP chunk of n values of W bytes (little-endian)
+//!   byte 0       e: decimal exponent (0..=18 for f64, 0..=10 for f32)
+//!   byte 1       f: factor exponent (0..=e)
+//!   byte 2       b: bits per stored integer (0..=64)
+//!   byte 3       flags: bit 0 delta, bit 1 byte streams, bit 2 plain, others zero
+//!   byte 4..8    x: exception count, u32 (at most n)
+//!   byte 8..16   reference, i64: the minimum integer (or, delta coded, minimum delta)
+//!   [byte 16..24 first integer, i64]                       delta coded only
+//!   integers     bit-packed: ceil(n * b / 8) bytes (LSB first, see kernels::bitpack);
+//!                byte streams: ceil(b / 8) streams of n bytes, stream j = byte j of each
+//!   positions    x u16, strictly increasing, each below n
+//!   exceptions   x values of W bytes, as they are
+//! plain chunk: the 16-byte header (flags = 4, everything else zero), then n values of W
+//! bytes as they are.
+//! ```
+//!
+//! Worked example: f64 `[21.5, 21.7, 22.0, NaN]` with bit-packing. The sample picks
+//! `e = 1, f = 0`; the integers are `215, 217, 220` and the NaN is an exception (its slot
+//! takes the previous integer, 220). Frame of reference: min 215, offsets `0, 2, 5, 5`,
+//! 3 bits each; deltas would be `0, 2, 3, 0` (also 3 bits), so the frame of reference is
+//! kept. The chunk is
+//!
+//! ```text
+//! 01 00 03 00 | 01 00 00 00 | D7 00 00 00 00 00 00 00 | 50 0B | 03 00 | 00 00 00 00 00 00 F8 7F
+//! e  f  b  fl   x = 1         reference 215             0,2,5,5  pos 3   the NaN's bits
+//! ```
+
+use super::{checked_len, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
+use crate::error::{Error, Result};
+use crate::kernels::bitpack;
+use crate::proto::encodings::{array_encoding, Alp, ArrayEncoding};
+
+/// Bytes of a chunk header.
+pub const HEADER_BYTES: usize = 16;
+
+const FLAG_DELTA: u8 = 1;
+const FLAG_SPLIT: u8 = 2;
+const FLAG_PLAIN: u8 = 4;
+
+/// Integers are kept below this magnitude: the fast rounding below is exact there, and no
+/// frame-of-reference difference or delta can overflow.
+const MAX_INT: f64 = (1u64 << 51) as f64;
+
+/// Adding and subtracting this rounds an f64 below 2^51 in magnitude to the nearest
+/// integer (ties to even), without a libm call.
+const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+
+/// Sampled values per chunk when choosing the exponents.
+const SAMPLE: usize = 32;
+
+/// Most values a chunk holds, so positions fit a u16.
+const MAX_VALUES: usize = 1 << 16;
+
+/// How many times its stored size an ALP chunk may decode to: a 16-byte header can stand
+/// for 65,536 values of 8 bytes.
+pub const MAX_EXPANSION: usize = MAX_VALUES * 8 / HEADER_BYTES;
+
+static P10: [f64; 19] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18,
+];
+
+/// How a chunk's integers are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntLayout {
+    /// Bit-packed at the width they need: the smallest, decoded without a compressor.
+    Packed,
+    /// Whole-byte streams (byte 0 of every integer, then byte 1, ...): larger, but what
+    /// a general compressor on top compresses best.
+    Streams,
+}
+
+/// The float type of a chunk's values: 4 or 8 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Float {
+    width: usize,
+}
+
+impl Float {
+    fn try_new(width: usize) -> Result<Self> {
+        if width == 4 || width == 8 {
+            Ok(Self { width })
+        } else {
+            Err(Error::invalid(format!(
+                "alp encodes 32- and 64-bit floats, not {}-bit values",
+                width * 8
+            )))
+        }
+    }
+
+    fn max_exponent(self) -> u8 {
+        if self.width == 8 {
+            18
+        } else {
+            10
+        }
+    }
+
+    /// Value `i`'s bits and its value as an f64.
+    #[inline]
+    fn read(self, values: &[u8], i: usize) -> (u64, f64) {
+        if self.width == 8 {
+            let bits = u64::from_le_bytes(values[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+            (bits, f64::from_bits(bits))
+        } else {
+            let bits = u32::from_le_bytes(values[i * 4..i * 4 + 4].try_into().expect("4 bytes"));
+            (u64::from(bits), f64::from(f32::from_bits(bits)))
+        }
+    }
+
+    /// The bits the decoder produces for integer `n` under `(e, f)`.
+    #[inline]
+    fn decode(self, n: i64, e: u8, f: u8) -> u64 {
+        let x = (n as f64) * P10[usize::from(f)] / P10[usize::from(e)];
+        if self.width == 8 {
+            x.to_bits()
+        } else {
+            u64::from((x as f32).to_bits())
+        }
+    }
+
+    /// The integer for `x` under `(e, f)` if it round-trips to exactly `bits`.
+    #[inline]
+    fn encode(self, bits: u64, value: f64, e: u8, f: u8) -> Option<i64> {
+        let scaled = value * P10[usize::from(e - f)];
+        // NaN fails the comparison too.
+        if scaled.abs() >= MAX_INT || scaled.is_nan() {
+            return None;
+        }
+        let int = ((scaled + ROUND) - ROUND) as i64;
+        (self.decode(int, e, f) == bits).then_some(int)
+    }
+}
+
+/// Encodes each chunk with ALP.
+#[derive(Debug, Clone)]
+pub struct AlpEncoder {
+    shape: ChunkShape,
+    float: Float,
+    layout: IntLayout,
+}
+
+impl AlpEncoder {
+    /// An encoder for floats of `bits_per_value` bits (32 or 64), bit-packing the
+    /// integers.
+    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+        let shape = ChunkShape::from_bits(bits_per_value)?;
+        Ok(Self {
+            float: Float::try_new(shape.width)?,
+            shape,
+            layout: IntLayout::Packed,
+        })
+    }
+
+    /// The same encoder with chunks of `chunk_values` values.
+    pub fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
+        Ok(Self {
+            shape: self.shape.with_chunk_values(chunk_values)?,
+            ..self
+        })
+    }
+
+    /// The same encoder storing integers in `layout`.
+    #[must_use]
+    pub fn with_layout(self, layout: IntLayout) -> Self {
+        Self { layout, ..self }
+    }
+
+    /// Picks `(e, f)` from a sample of the chunk: the pair with the smallest estimated
+    /// size (integer bits plus exceptions), the smaller exponent on ties.
+    fn choose_exponents(&self, values: &[u8], n: usize) -> (u8, u8) {
+        let float = self.float;
+        let step = (n / SAMPLE).max(1);
+        let sample: Vec<(u64, f64)> = (0..n)
+            .step_by(step)
+            .take(SAMPLE)
+            .map(|i| float.read(values, i))
+            .collect();
+        let exception_bits = (2 + float.width) * 8;
+        let estimate = |e: u8, f: u8| -> usize {
+            let (mut min, mut max, mut hits) = (i64::MAX, i64::MIN, 0usize);
+            for &(bits, x) in &sample {
+                if let Some(n) = float.encode(bits, x, e, f) {
+                    min = min.min(n);
+                    max = max.max(n);
+                    hits += 1;
+                }
+            }
+            let width = if hits == 0 {
+                0
+            } else {
+                usize::from(bitpack::bit_width(max.abs_diff(min)))
+            };
+            hits * width + (sample.len() - hits) * exception_bits
+        };
+        let mut best = (usize::MAX, 0, 0);
+        for e in 0..=float.max_exponent() {
+            let size = estimate(e, 0);
+            if size < best.0 {
+                best = (size, e, 0);
+            }
+        }
+        let e = best.1;
+        for f in 1..=e {
+            let size = estimate(e, f);
+            if size < best.0 {
+                best = (size, e, f);
+            }
+        }
+        (best.1, best.2)
+    }
+}
+
+impl MiniBlockCompressor for AlpEncoder {
+    fn value_width(&self) -> usize {
+        self.shape.width
+    }
+
+    fn chunk_values(&self) -> usize {
+        self.shape.chunk_values
+    }
+
+    fn array_encoding(&self) -> ArrayEncoding {
+        ArrayEncoding {
+            array_encoding: Some(array_encoding::ArrayEncoding::Alp(Alp {
+                bits_per_value: self.shape.width as u64 * 8,
+            })),
+        }
+    }
+
+    fn compress_chunk(
+        &self,
+        values: &[u8],
+        out: &mut Vec<u8>,
+        _scratch: &mut Vec<u8>,
+    ) -> Result<ChunkStorage> {
+        self.shape.check_chunk(values)?;
+        let float = self.float;
+        let width = float.width;
+        let n = values.len() / width;
+        if n > MAX_VALUES {
+            return Err(Error::invalid(format!(
+                "an alp chunk holds at most {MAX_VALUES} values, got {n}"
+            )));
+        }
+        let (e, f) = self.choose_exponents(values, n);
+        let mut ints = Vec::with_capacity(n);
+        let mut positions: Vec<u16> = Vec::new();
+        let mut previous = None;
+        for i in 0..n {
+            let (bits, x) = float.read(values, i);
+            if let Some(int) = float.encode(bits, x, e, f) {
+                if previous.is_none() {
+                    // Leading exceptions take the first integer.
+                    ints.fill(int);
+                }
+                previous = Some(int);
+                ints.push(int);
+            } else {
+                positions.push(i as u16);
+                ints.push(previous.unwrap_or(0));
+            }
+        }
+        let (min, max) = ints
+            .iter()
+            .fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let for_bits = if n == 0 {
+            0
+        } else {
+            bitpack::bit_width(max.abs_diff(min))
+        };
+        // Deltas, the first one 0; |n| < 2^51, so none overflows.
+        let (mut dmin, mut dmax) = (0i64, 0i64);
+        for pair in ints.windows(2) {
+            let d = pair[1] - pair[0];
+            dmin = dmin.min(d);
+            dmax = dmax.max(d);
+        }
+        let delta_bits = bitpack::bit_width(dmax.abs_diff(dmin));
+        let int_len = |bits: u8| match self.layout {
+            IntLayout::Packed => bitpack::packed_len(n, bits),
+            IntLayout::Streams => n * usize::from(bits).div_ceil(8),
+        };
+        let delta = match self.layout {
+            // Delta coding costs the first integer (8 bytes) more in the header.
+            IntLayout::Packed => 8 + int_len(delta_bits) < int_len(for_bits),
+            // Under a compressor, what counts is how much each byte varies, not how many
+            // bytes there are: fewer significant bits is the better guess.
+            IntLayout::Streams => delta_bits < for_bits,
+        };
+        let (bits, reference) = if delta {
+            (delta_bits, dmin)
+        } else {
+            (for_bits, if n == 0 { 0 } else { min })
+        };
+        let int_bytes = int_len(bits);
+        let size =
+            HEADER_BYTES + if delta { 8 } else { 0 } + int_bytes + positions.len() * (2 + width);
+        if size >= HEADER_BYTES + values.len() {
+            out.extend_from_slice(&[0, 0, 0, FLAG_PLAIN]);
+            out.extend_from_slice(&[0; HEADER_BYTES - 4]);
+            out.extend_from_slice(values);
+            return Ok(ChunkStorage::Raw);
+        }
+        let mut flags = 0;
+        if delta {
+            flags |= FLAG_DELTA;
+        }
+        if self.layout == IntLayout::Streams {
+            flags |= FLAG_SPLIT;
+        }
+        out.reserve(size);
+        out.extend_from_slice(&[e, f, bits, flags]);
+        out.extend_from_slice(&(positions.len() as u32).to_le_bytes());
+        out.extend_from_slice(&reference.to_le_bytes());
+        let stored: Vec<u64> = if delta {
+            out.extend_from_slice(&ints.first().copied().unwrap_or(0).to_le_bytes());
+            let mut prev = ints.first().copied().unwrap_or(0);
+            ints.iter()
+                .map(|&v| {
+                    let d = v - prev;
+                    prev = v;
+                    d.abs_diff(reference)
+                })
+                .collect()
+        } else {
+            ints.iter().map(|&v| v.abs_diff(reference)).collect()
+        };
+        match self.layout {
+            IntLayout::Packed => bitpack::pack(&stored, bits, out),
+            IntLayout::Streams => {
+                for j in 0..usize::from(bits).div_ceil(8) {
+                    out.extend(stored.iter().map(|v| (v >> (8 * j)) as u8));
+                }
+            }
+        }
+        for &p in &positions {
+            out.extend_from_slice(&p.to_le_bytes());
+        }
+        for &p in &positions {
+            let p = usize::from(p);
+            out.extend_from_slice(&values[p * width..(p + 1) * width]);
+        }
+        Ok(ChunkStorage::Raw)
+    }
+}
+
+/// Decodes ALP chunks.
+#[derive(Debug, Clone)]
+pub struct AlpDecompressor {
+    float: Float,
+}
+
+impl AlpDecompressor {
+    /// A decompressor for floats of `bits_per_value` bits (32 or 64).
+    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+        let width = super::width_from_bits(bits_per_value)?;
+        Ok(Self {
+            float: Float::try_new(width).map_err(|_| {
+                Error::unsupported(format!(
+                    "alp with bits_per_value {bits_per_value} (32 or 64 is supported)"
+                ))
+            })?,
+        })
+    }
+}
+
+/// A parsed, validated chunk header and where its parts are.
+struct Chunk<'a> {
+    e: u8,
+    f: u8,
+    bits: u8,
+    delta: bool,
+    split: bool,
+    reference: i64,
+    first: i64,
+    ints: &'a [u8],
+    positions: &'a [u8],
+    exceptions: &'a [u8],
+}
+
+impl<'a> Chunk<'a> {
+    /// Parses `chunk` as an ALP chunk of `n` values of `float`: every field in range, the
+    /// length exactly what the header implies, the positions increasing and in range.
+    /// Returns `None` for a plain chunk (whose values follow the header).
+    fn parse(chunk: &'a [u8], n: usize, float: Float) -> Result<Option<Self>> {
+        let corrupt = |what: String| Error::corrupt(format!("alp chunk of {n} values: {what}"));
+        if chunk.len() < HEADER_BYTES {
+            return Err(corrupt(format!(
+                "{} bytes, shorter than its header",
+                chunk.len()
+            )));
+        }
+        if n > MAX_VALUES {
+            return Err(corrupt(format!("more than {MAX_VALUES} values")));
+        }
+        let (e, f, bits, flags) = (chunk[0], chunk[1], chunk[2], chunk[3]);
+        let count = u32::from_le_bytes(chunk[4..8].try_into().expect("4 bytes")) as usize;
+        let reference = i64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes"));
+        if flags == FLAG_PLAIN {
+            if chunk[..HEADER_BYTES]
+                .iter()
+                .enumerate()
+                .any(|(i, &b)| i != 3 && b != 0)
+            {
+                return Err(corrupt("a plain chunk with a non-zero header".to_owned()));
+            }
+            let len = checked_len(n, float.width)?;
+            if chunk.len() != HEADER_BYTES + len {
+                return Err(corrupt(format!(
+                    "a plain chunk of {} bytes, expected {}",
+                    chunk.len(),
+                    HEADER_BYTES + len
+                )));
+            }
+            return Ok(None);
+        }
+        if flags & !(FLAG_DELTA | FLAG_SPLIT) != 0 {
+            return Err(corrupt(format!("unknown flags {flags:#04x}")));
+        }
+        if e > float.max_exponent() || f > e {
+            return Err(corrupt(format!(
+                "exponent {e} and factor {f} (at most {} and the exponent)",
+                float.max_exponent()
+            )));
+        }
+        if bits > 64 {
+            return Err(corrupt(format!("{bits} bits per integer")));
+        }
+        if count > n {
+            return Err(corrupt(format!("{count} exceptions")));
+        }
+        let delta = flags & FLAG_DELTA != 0;
+        let split = flags & FLAG_SPLIT != 0;
+        let mut pos = HEADER_BYTES;
+        let mut first = 0;
+        if delta {
+            let bytes = chunk
+                .get(pos..pos + 8)
+                .ok_or_else(|| corrupt("it ends inside its first integer".to_owned()))?;
+            first = i64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+            pos += 8;
+        }
+        let int_bytes = if split {
+            n * usize::from(bits).div_ceil(8)
+        } else {
+            bitpack::packed_len(n, bits)
+        };
+        let expected = pos + int_bytes + count * (2 + float.width);
+        if chunk.len() != expected {
+            return Err(corrupt(format!(
+                "{} bytes, its header says {expected}",
+                chunk.len()
+            )));
+        }
+        let ints = &chunk[pos..pos + int_bytes];
+        let positions = &chunk[pos + int_bytes..pos + int_bytes + 2 * count];
+        let exceptions = &chunk[pos + int_bytes + 2 * count..];
+        let mut next = 0usize;
+        for p in positions.chunks_exact(2) {
+            let p = usize::from(u16::from_le_bytes([p[0], p[1]]));
+            if p < next || p >= n {
+                return Err(corrupt(format!(
+                    "exception position {p} out of order or past the chunk"
+                )));
+            }
+            next = p + 1;
+        }
+        Ok(Some(Self {
+            e,
+            f,
+            bits,
+            delta,
+            split,
+            reference,
+            first,
+            ints,
+            positions,
+            exceptions,
+        }))
+    }
+
+    /// Writes the `n` decoded values into `out` (`n * width` bytes).
+    fn decode(&self, n: usize, float: Float, out: &mut [u8]) {
+        let width = float.width;
+        let (e, f, reference) = (self.e, self.f, self.reference);
+        let mut acc = self.first;
+        let mut at = 0usize;
+        let mut emit = |block: &[u64]| {
+            let dst = &mut out[at * width..(at + block.len()) * width];
+            for (slot, &u) in dst.chunks_exact_mut(width).zip(block) {
+                let v = reference.wrapping_add(u.cast_signed());
+                let int = if self.delta {
+                    acc = acc.wrapping_add(v);
+                    acc
+                } else {
+                    v
+                };
+                let bits = float.decode(int, e, f);
+                slot.copy_from_slice(&bits.to_le_bytes()[..width]);
+            }
+            at += block.len();
+        };
+        if self.split {
+            let streams = usize::from(self.bits).div_ceil(8);
+            let mut block = [0u64; bitpack::BLOCK];
+            let mut start = 0;
+            while start < n {
+                let len = (n - start).min(bitpack::BLOCK);
+                block[..len].fill(0);
+                for j in 0..streams {
+                    let stream = &self.ints[j * n + start..j * n + start + len];
+                    for (v, &byte) in block.iter_mut().zip(stream) {
+                        *v |= u64::from(byte) << (8 * j);
+                    }
+                }
+                emit(&block[..len]);
+                start += len;
+            }
+        } else {
+            bitpack::unpack(self.ints, n, self.bits, emit);
+        }
+        for (p, value) in self
+            .positions
+            .chunks_exact(2)
+            .zip(self.exceptions.chunks_exact(width))
+        {
+            let p = usize::from(u16::from_le_bytes([p[0], p[1]]));
+            out[p * width..(p + 1) * width].copy_from_slice(value);
+        }
+    }
+}
+
+impl MiniBlockDecompressor for AlpDecompressor {
+    fn value_width(&self) -> usize {
+        self.float.width
+    }
+
+    fn max_expansion(&self) -> usize {
+        1
+    }
+
+    fn raw_len_range(&self, num_values: usize) -> Option<(usize, usize)> {
+        let w = self.float.width;
+        Some((
+            HEADER_BYTES,
+            HEADER_BYTES + 8 + num_values.saturating_mul(8 + 2 + w),
+        ))
+    }
+
+    fn raw_expansion(&self) -> usize {
+        MAX_EXPANSION
+    }
+
+    fn decompress_into(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut [u8],
+        _scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        super::check_output(out, num_values, self.float.width)?;
+        if storage != ChunkStorage::Raw {
+            return Err(Error::corrupt(
+                "an alp chunk is marked compressed, but alp has no compression",
+            ));
+        }
+        match Chunk::parse(chunk, num_values, self.float)? {
+            None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
+            Some(parsed) => parsed.decode(num_values, self.float, out),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes64(values: &[f64]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn worked_example() {
+        let encoder = AlpEncoder::try_new(64).unwrap();
+        let values = bytes64(&[21.5, 21.7, 22.0, f64::NAN]);
+        let mut out = Vec::new();
+        encoder
+            .compress_chunk(&values, &mut out, &mut Vec::new())
+            .unwrap();
+        let mut expected = vec![
+            1, 0, 3, 0, 1, 0, 0, 0, 0xD7, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x0B,
+        ];
+        expected.extend_from_slice(&[3, 0]);
+        expected.extend_from_slice(&f64::NAN.to_le_bytes());
+        assert_eq!(out, expected);
+        let mut back = vec![0; 32];
+        AlpDecompressor::try_new(64)
+            .unwrap()
+            .decompress_into(&out, 4, ChunkStorage::Raw, &mut back, &mut Vec::new())
+            .unwrap();
+        assert_eq!(back, values);
+    }
+
+    fn encode(encoder: &AlpEncoder, values: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encoder
+            .compress_chunk(values, &mut out, &mut Vec::new())
+            .unwrap();
+        out
+    }
+
+    fn decode(width: usize, chunk: &[u8], n: usize) -> Result<Vec<u8>> {
+        let mut out = vec![0; n * width];
+        AlpDecompressor::try_new(width as u64 * 8)?.decompress_into(
+            chunk,
+            n,
+            ChunkStorage::Raw,
+            &mut out,
+            &mut Vec::new(),
+        )?;
+        Ok(out)
+    }
+
+    /// Decimal series of every exponent, both widths, both layouts, frame of reference and
+    /// delta: smaller than the values, and back bit for bit.
+    #[test]
+    fn decimal_chunks_shrink_and_round_trip() {
+        for layout in [IntLayout::Packed, IntLayout::Streams] {
+            for digits in 0..=18 {
+                for walk in [false, true] {
+                    let ints = (0..512i64).map(|i| {
+                        if walk {
+                            1_000 + i * 3 - i % 7
+                        } else {
+                            (i * 7919) % 1000
+                        }
+                    });
+                    let values: Vec<f64> = ints.map(|i| i as f64 / 10f64.powi(digits)).collect();
+                    let bytes = bytes64(&values);
+                    let encoder = AlpEncoder::try_new(64).unwrap().with_layout(layout);
+                    let chunk = encode(&encoder, &bytes);
+                    let what = format!("{layout:?} {digits} digits, walk {walk}");
+                    assert!(chunk.len() < bytes.len() / 3, "{what}: {}", chunk.len());
+                    assert_eq!(chunk[3] & FLAG_DELTA != 0, walk, "{what}");
+                    assert_eq!(decode(8, &chunk, 512).unwrap(), bytes, "{what}");
+                }
+            }
+            for digits in 0..=6 {
+                let values: Vec<u8> = (0..1024)
+                    .flat_map(|i| ((f64::from(i % 300) / 10f64.powi(digits)) as f32).to_le_bytes())
+                    .collect();
+                let encoder = AlpEncoder::try_new(32).unwrap().with_layout(layout);
+                let chunk = encode(&encoder, &values);
+                // At most 17 bits (2 bytes in streams) of every 32.
+                assert!(
+                    chunk.len() < values.len() * 5 / 8,
+                    "f32 {digits}: {}",
+                    chunk.len()
+                );
+                assert_eq!(decode(4, &chunk, 1024).unwrap(), values);
+            }
+        }
+    }
+
+    /// Values ALP cannot take are stored plain, at the values' size plus the header.
+    #[test]
+    fn random_bits_are_stored_plain() {
+        let mut x = 0x1234_5678_9ABC_DEF0_u64;
+        let bytes: Vec<u8> = (0..512)
+            .flat_map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x.to_le_bytes()
+            })
+            .collect();
+        let chunk = encode(&AlpEncoder::try_new(64).unwrap(), &bytes);
+        assert_eq!(chunk.len(), HEADER_BYTES + bytes.len());
+        assert_eq!(chunk[3], FLAG_PLAIN);
+        assert_eq!(decode(8, &chunk, 512).unwrap(), bytes);
+    }
+
+    /// Every header field out of range, exception positions out of order or past the
+    /// chunk, and every prefix and length change: typed errors, no panic.
+    #[test]
+    fn hostile_chunks_are_corrupt() {
+        let mut values: Vec<f64> = (0..300).map(|i| f64::from(i) / 100.0).collect();
+        values[7] = f64::NAN;
+        values[200] = -0.0;
+        let bytes = bytes64(&values);
+        let good = encode(&AlpEncoder::try_new(64).unwrap(), &bytes);
+        assert_eq!(u32::from_le_bytes(good[4..8].try_into().unwrap()), 2);
+        assert_eq!(decode(8, &good, 300).unwrap(), bytes);
+        let corrupt = |chunk: &[u8], what: &str| {
+            let err = decode(8, chunk, 300).expect_err(what);
+            assert!(
+                matches!(err, Error::Corrupt { .. }),
+                "{what}: {err:?} is not Corrupt"
+            );
+        };
+        let with = |at: usize, byte: u8| {
+            let mut chunk = good.clone();
+            chunk[at] = byte;
+            chunk
+        };
+        let with_u16 = |at: usize, value: u16| {
+            let mut chunk = good.clone();
+            chunk[at..at + 2].copy_from_slice(&value.to_le_bytes());
+            chunk
+        };
+        corrupt(&with(0, 19), "exponent 19");
+        corrupt(&with(1, 3), "factor over the exponent");
+        corrupt(&with(2, 65), "65 bits");
+        corrupt(&with(2, good[2] + 1), "one bit more than the bytes hold");
+        corrupt(&with(3, 8), "unknown flag");
+        corrupt(&with(3, FLAG_PLAIN), "plain with a header");
+        corrupt(&with(4, 3), "an exception more than stored");
+        corrupt(&with(4, 0xFF), "more exceptions than values");
+        let positions = good.len() - 2 * (2 + 8);
+        corrupt(&with_u16(positions, 300), "position 300, past the chunk");
+        corrupt(&with_u16(positions + 2, 7), "positions not increasing");
+        for len in 0..good.len() {
+            corrupt(&good[..len], &format!("{len}-byte prefix"));
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        corrupt(&longer, "a byte too many");
+        // Any single byte changed: an error or other values, never a panic.
+        for at in 0..good.len() {
+            for byte in [0, 1, 0x7F, 0x80, 0xFF] {
+                let _ = decode(8, &with(at, byte), 300);
+            }
+        }
+        // A chunk claiming more values than a chunk holds.
+        assert!(decode(8, &good, MAX_VALUES + 1).is_err());
+        // Marked compressed.
+        let mut out = vec![0; 300 * 8];
+        let err = AlpDecompressor::try_new(64)
+            .unwrap()
+            .decompress_into(
+                &good,
+                300,
+                ChunkStorage::Compressed,
+                &mut out,
+                &mut Vec::new(),
+            )
+            .unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }));
+        // Widths ALP does not take.
+        assert!(AlpDecompressor::try_new(16).is_err());
+        assert!(AlpEncoder::try_new(16).is_err());
+    }
+}
