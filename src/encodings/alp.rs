@@ -9,17 +9,19 @@
 //! then frame-of-reference coded (`n - min`) or, when that is narrower, delta coded
 //! (`n_i - n_(i-1) - min_delta`), and stored bit-packed (for decoding without a general
 //! compressor) or as byte streams (under LZ4/Zstd, which find repeats in whole bytes).
-//! Values that do not round-trip (NaN, infinities, -0.0, values with more digits than the
-//! chunk's exponent) are exceptions, stored with their positions as they are. A chunk
+//! Dyadic fractions (a grid in 1/16 m, values computed as `i * 0.25`) take a binary
+//! exponent `k` instead: `n = x * 2^k`, exact. Values that do not round-trip (NaN,
+//! infinities, -0.0, values with more digits than the chunk's exponent) are exceptions, stored with their positions as they are. A chunk
 //! where ALP would not be smaller than the values stores them plain. Every chunk decodes
 //! alone: its exponent, factor and reference live in its own header.
 //!
 //! ```text
 //! ALP chunk of n values of W bytes (little-endian)
-//!   byte 0       e: decimal exponent (0..=18 for f64, 0..=10 for f32)
-//!   byte 1       f: factor exponent (0..=e)
+//!   byte 0       e: decimal exponent (0..=18 for f64, 0..=10 for f32), or binary k (0..=62)
+//!   byte 1       f: factor exponent (0..=e; 0 when binary)
 //!   byte 2       b: bits per stored integer (0..=64)
-//!   byte 3       flags: bit 0 delta, bit 1 byte streams, bit 2 plain, others zero
+//!   byte 3       flags: bit 0 delta, bit 1 byte streams, bit 2 plain, bit 3 binary
+//!                (value = n * 2^-k), others zero
 //!   byte 4..8    x: exception count, u32 (at most n)
 //!   byte 8..16   reference, i64: the minimum integer (or, delta coded, minimum delta)
 //!   [byte 16..24 first integer, i64]                       delta coded only
@@ -53,6 +55,10 @@ pub const HEADER_BYTES: usize = 16;
 const FLAG_DELTA: u8 = 1;
 const FLAG_SPLIT: u8 = 2;
 const FLAG_PLAIN: u8 = 4;
+const FLAG_BINARY: u8 = 8;
+
+/// Largest binary exponent: values down to 2^-62 steps.
+const MAX_BINARY_EXPONENT: u8 = 62;
 
 /// Integers are kept below this magnitude: the fast rounding below is exact there, and no
 /// frame-of-reference difference or delta can overflow.
@@ -76,6 +82,64 @@ static P10: [f64; 19] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18,
 ];
+
+/// How integers and values relate: `value = (n * mul) / div` in f64, rounded to the
+/// value's width; `n = round(value * up)`. Decimal: `mul = 10^f`, `div = 10^e`,
+/// `up = 10^(e - f)`. Binary: `mul = 2^-k`, `div = 1`, `up = 2^k`, exact for every
+/// dyadic fraction (grids in 1/16 m, values computed as `i * 0.25`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Scale {
+    /// Header bytes 0 and 1, and whether the binary flag is set.
+    e: u8,
+    f: u8,
+    binary: bool,
+    mul: f64,
+    div: f64,
+    up: f64,
+}
+
+impl Scale {
+    fn decimal(e: u8, f: u8) -> Self {
+        Self {
+            e,
+            f,
+            binary: false,
+            mul: P10[usize::from(f)],
+            div: P10[usize::from(e)],
+            up: P10[usize::from(e - f)],
+        }
+    }
+
+    fn binary(k: u8) -> Self {
+        let k = i32::from(k);
+        Self {
+            e: k as u8,
+            f: 0,
+            binary: true,
+            mul: 2f64.powi(-k),
+            div: 1.0,
+            up: 2f64.powi(k),
+        }
+    }
+}
+
+/// The binary exponent that makes `x` an integer (`x = m * 2^-k`, `m` odd), 0 for
+/// integers, zero and non-finite values.
+fn binary_exponent(x: f64) -> u32 {
+    if !x.is_finite() || x == 0.0 {
+        return 0;
+    }
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7FF).cast_signed();
+    let fraction = bits & ((1 << 52) - 1);
+    let (mantissa, shift) = if exponent == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | 1 << 52, exponent - 1075)
+    };
+    let lowest = shift + i64::from(mantissa.trailing_zeros());
+    (-lowest).max(0) as u32
+}
 
 /// How a chunk's integers are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,10 +189,10 @@ impl Float {
         }
     }
 
-    /// The bits the decoder produces for integer `n` under `(e, f)`.
+    /// The bits the decoder produces for integer `n` under `scale`.
     #[inline]
-    fn decode(self, n: i64, e: u8, f: u8) -> u64 {
-        let x = (n as f64) * P10[usize::from(f)] / P10[usize::from(e)];
+    fn decode(self, n: i64, scale: &Scale) -> u64 {
+        let x = (n as f64) * scale.mul / scale.div;
         if self.width == 8 {
             x.to_bits()
         } else {
@@ -136,16 +200,16 @@ impl Float {
         }
     }
 
-    /// The integer for `x` under `(e, f)` if it round-trips to exactly `bits`.
+    /// The integer for `x` under `scale` if it round-trips to exactly `bits`.
     #[inline]
-    fn encode(self, bits: u64, value: f64, e: u8, f: u8) -> Option<i64> {
-        let scaled = value * P10[usize::from(e - f)];
+    fn encode(self, bits: u64, value: f64, scale: &Scale) -> Option<i64> {
+        let scaled = value * scale.up;
         // NaN fails the comparison too.
         if scaled.abs() >= MAX_INT || scaled.is_nan() {
             return None;
         }
         let int = ((scaled + ROUND) - ROUND) as i64;
-        (self.decode(int, e, f) == bits).then_some(int)
+        (self.decode(int, scale) == bits).then_some(int)
     }
 }
 
@@ -183,21 +247,23 @@ impl AlpEncoder {
         Self { layout, ..self }
     }
 
-    /// Picks `(e, f)` from a sample of the chunk: the pair with the smallest estimated
-    /// size (integer bits plus exceptions), the smaller exponent on ties.
-    fn choose_exponents(&self, values: &[u8], n: usize) -> (u8, u8) {
+    /// Picks the scale from a sample of the chunk: the decimal `(e, f)` or binary `k` with
+    /// the smallest estimated size (integer bits plus exceptions), the smaller exponent
+    /// on ties; binary only when strictly smaller.
+    fn choose_scale(&self, values: &[u8], n: usize) -> Scale {
         let float = self.float;
+        // One value in each of SAMPLE equal slices, at an offset that moves from slice to
+        // slice, so a period that divides the slice (every 16th value an integer) does not
+        // alias with the sample.
         let step = (n / SAMPLE).max(1);
-        let sample: Vec<(u64, f64)> = (0..n)
-            .step_by(step)
-            .take(SAMPLE)
-            .map(|i| float.read(values, i))
+        let sample: Vec<(u64, f64)> = (0..n.min(SAMPLE))
+            .map(|j| float.read(values, j * step + (j * 5) % step))
             .collect();
         let exception_bits = (2 + float.width) * 8;
-        let estimate = |e: u8, f: u8| -> usize {
+        let estimate = |scale: &Scale| -> usize {
             let (mut min, mut max, mut hits) = (i64::MAX, i64::MIN, 0usize);
             for &(bits, x) in &sample {
-                if let Some(n) = float.encode(bits, x, e, f) {
+                if let Some(n) = float.encode(bits, x, scale) {
                     min = min.min(n);
                     max = max.max(n);
                     hits += 1;
@@ -210,21 +276,36 @@ impl AlpEncoder {
             };
             hits * width + (sample.len() - hits) * exception_bits
         };
-        let mut best = (usize::MAX, 0, 0);
+        let mut best = (usize::MAX, Scale::decimal(0, 0));
         for e in 0..=float.max_exponent() {
-            let size = estimate(e, 0);
+            let scale = Scale::decimal(e, 0);
+            let size = estimate(&scale);
             if size < best.0 {
-                best = (size, e, 0);
+                best = (size, scale);
             }
         }
-        let e = best.1;
+        let e = best.1.e;
         for f in 1..=e {
-            let size = estimate(e, f);
+            let scale = Scale::decimal(e, f);
+            let size = estimate(&scale);
             if size < best.0 {
-                best = (size, e, f);
+                best = (size, scale);
             }
         }
-        (best.1, best.2)
+        // The binary exponent that makes every sampled value an integer.
+        let k = sample
+            .iter()
+            .map(|&(_, x)| binary_exponent(x))
+            .max()
+            .unwrap_or(0);
+        if k > 0 && k <= u32::from(MAX_BINARY_EXPONENT) {
+            let scale = Scale::binary(k as u8);
+            let size = estimate(&scale);
+            if size < best.0 {
+                best = (size, scale);
+            }
+        }
+        best.1
     }
 }
 
@@ -260,13 +341,13 @@ impl MiniBlockCompressor for AlpEncoder {
                 "an alp chunk holds at most {MAX_VALUES} values, got {n}"
             )));
         }
-        let (e, f) = self.choose_exponents(values, n);
+        let scale = self.choose_scale(values, n);
         let mut ints = Vec::with_capacity(n);
         let mut positions: Vec<u16> = Vec::new();
         let mut previous = None;
         for i in 0..n {
             let (bits, x) = float.read(values, i);
-            if let Some(int) = float.encode(bits, x, e, f) {
+            if let Some(int) = float.encode(bits, x, &scale) {
                 if previous.is_none() {
                     // Leading exceptions take the first integer.
                     ints.fill(int);
@@ -320,6 +401,9 @@ impl MiniBlockCompressor for AlpEncoder {
             return Ok(ChunkStorage::Raw);
         }
         let mut flags = 0;
+        if scale.binary {
+            flags |= FLAG_BINARY;
+        }
         if delta {
             flags |= FLAG_DELTA;
         }
@@ -327,7 +411,7 @@ impl MiniBlockCompressor for AlpEncoder {
             flags |= FLAG_SPLIT;
         }
         out.reserve(size);
-        out.extend_from_slice(&[e, f, bits, flags]);
+        out.extend_from_slice(&[scale.e, scale.f, bits, flags]);
         out.extend_from_slice(&(positions.len() as u32).to_le_bytes());
         out.extend_from_slice(&reference.to_le_bytes());
         let stored: Vec<u64> = if delta {
@@ -384,8 +468,7 @@ impl AlpDecompressor {
 
 /// A parsed, validated chunk header and where its parts are.
 struct Chunk<'a> {
-    e: u8,
-    f: u8,
+    scale: Scale,
     bits: u8,
     delta: bool,
     split: bool,
@@ -432,15 +515,25 @@ impl<'a> Chunk<'a> {
             }
             return Ok(None);
         }
-        if flags & !(FLAG_DELTA | FLAG_SPLIT) != 0 {
+        if flags & !(FLAG_DELTA | FLAG_SPLIT | FLAG_BINARY) != 0 {
             return Err(corrupt(format!("unknown flags {flags:#04x}")));
         }
-        if e > float.max_exponent() || f > e {
-            return Err(corrupt(format!(
-                "exponent {e} and factor {f} (at most {} and the exponent)",
-                float.max_exponent()
-            )));
-        }
+        let scale = if flags & FLAG_BINARY != 0 {
+            if e > MAX_BINARY_EXPONENT || f != 0 {
+                return Err(corrupt(format!(
+                    "binary exponent {e} and factor {f} (at most {MAX_BINARY_EXPONENT} and 0)"
+                )));
+            }
+            Scale::binary(e)
+        } else {
+            if e > float.max_exponent() || f > e {
+                return Err(corrupt(format!(
+                    "exponent {e} and factor {f} (at most {} and the exponent)",
+                    float.max_exponent()
+                )));
+            }
+            Scale::decimal(e, f)
+        };
         if bits > 64 {
             return Err(corrupt(format!("{bits} bits per integer")));
         }
@@ -484,8 +577,7 @@ impl<'a> Chunk<'a> {
             next = p + 1;
         }
         Ok(Some(Self {
-            e,
-            f,
+            scale,
             bits,
             delta,
             split,
@@ -500,7 +592,7 @@ impl<'a> Chunk<'a> {
     /// Writes the `n` decoded values into `out` (`n * width` bytes).
     fn decode(&self, n: usize, float: Float, out: &mut [u8]) {
         let width = float.width;
-        let (e, f, reference) = (self.e, self.f, self.reference);
+        let (scale, reference) = (self.scale, self.reference);
         let mut acc = self.first;
         let mut at = 0usize;
         let mut emit = |block: &[u64]| {
@@ -513,7 +605,7 @@ impl<'a> Chunk<'a> {
                 } else {
                     v
                 };
-                let bits = float.decode(int, e, f);
+                let bits = float.decode(int, &scale);
                 slot.copy_from_slice(&bits.to_le_bytes()[..width]);
             }
             at += block.len();
@@ -682,6 +774,26 @@ mod tests {
         }
     }
 
+    /// Dyadic fractions take a binary exponent: exact, and narrower than any decimal one.
+    #[test]
+    fn dyadic_values_take_a_binary_exponent() {
+        let values: Vec<f64> = (0..512)
+            .map(|i| f64::from(i * 37 % 4000 - 2000) / 16.0)
+            .collect();
+        let bytes = bytes64(&values);
+        let chunk = encode(&AlpEncoder::try_new(64).unwrap(), &bytes);
+        assert_eq!(
+            (chunk[0], chunk[1], chunk[3] & FLAG_BINARY),
+            (4, 0, FLAG_BINARY)
+        );
+        assert_eq!(chunk[2], 12, "4000 sixteenths need 12 bits");
+        assert_eq!(decode(8, &chunk, 512).unwrap(), bytes);
+        assert_eq!(binary_exponent(0.75), 2);
+        assert_eq!(binary_exponent(-3.0), 0);
+        assert_eq!(binary_exponent(f64::from_bits(1)), 1074);
+        assert_eq!(binary_exponent(f64::NAN), 0);
+    }
+
     /// Values ALP cannot take are stored plain, at the values' size plus the header.
     #[test]
     fn random_bits_are_stored_plain() {
@@ -732,7 +844,13 @@ mod tests {
         corrupt(&with(1, 3), "factor over the exponent");
         corrupt(&with(2, 65), "65 bits");
         corrupt(&with(2, good[2] + 1), "one bit more than the bytes hold");
-        corrupt(&with(3, 8), "unknown flag");
+        corrupt(&with(3, 16), "unknown flag");
+        let mut binary = with(3, FLAG_BINARY);
+        binary[0] = MAX_BINARY_EXPONENT + 1;
+        corrupt(&binary, "binary exponent 63");
+        binary[0] = 2;
+        binary[1] = 1;
+        corrupt(&binary, "binary with a factor");
         corrupt(&with(3, FLAG_PLAIN), "plain with a header");
         corrupt(&with(4, 3), "an exception more than stored");
         corrupt(&with(4, 0xFF), "more exceptions than values");
