@@ -591,22 +591,39 @@ impl<'a> Chunk<'a> {
 
     /// Writes the `n` decoded values into `out` (`n * width` bytes).
     fn decode(&self, n: usize, float: Float, out: &mut [u8]) {
-        let width = float.width;
-        let (scale, reference) = (self.scale, self.reference);
+        if float.width == 8 {
+            self.decode_width::<8>(n, out);
+        } else {
+            self.decode_width::<4>(n, out);
+        }
+    }
+
+    /// [`decode`](Self::decode) for values of `W` bytes: one loop per coding, so the
+    /// compiler sees fixed-size stores and no per-value branch.
+    fn decode_width<const W: usize>(&self, n: usize, out: &mut [u8]) {
+        let (mul, div, reference) = (self.scale.mul, self.scale.div, self.reference);
+        let store = |slot: &mut [u8], int: i64| {
+            let x = (int as f64) * mul / div;
+            if W == 8 {
+                slot.copy_from_slice(&x.to_bits().to_le_bytes());
+            } else {
+                slot.copy_from_slice(&(x as f32).to_bits().to_le_bytes());
+            }
+        };
         let mut acc = self.first;
         let mut at = 0usize;
+        let delta = self.delta;
         let mut emit = |block: &[u64]| {
-            let dst = &mut out[at * width..(at + block.len()) * width];
-            for (slot, &u) in dst.chunks_exact_mut(width).zip(block) {
-                let v = reference.wrapping_add(u.cast_signed());
-                let int = if self.delta {
-                    acc = acc.wrapping_add(v);
-                    acc
-                } else {
-                    v
-                };
-                let bits = float.decode(int, &scale);
-                slot.copy_from_slice(&bits.to_le_bytes()[..width]);
+            let dst = &mut out[at * W..(at + block.len()) * W];
+            if delta {
+                for (slot, &u) in dst.chunks_exact_mut(W).zip(block) {
+                    acc = acc.wrapping_add(reference.wrapping_add(u.cast_signed()));
+                    store(slot, acc);
+                }
+            } else {
+                for (slot, &u) in dst.chunks_exact_mut(W).zip(block) {
+                    store(slot, reference.wrapping_add(u.cast_signed()));
+                }
             }
             at += block.len();
         };
@@ -632,10 +649,10 @@ impl<'a> Chunk<'a> {
         for (p, value) in self
             .positions
             .chunks_exact(2)
-            .zip(self.exceptions.chunks_exact(width))
+            .zip(self.exceptions.chunks_exact(W))
         {
             let p = usize::from(u16::from_le_bytes([p[0], p[1]]));
-            out[p * width..(p + 1) * width].copy_from_slice(value);
+            out[p * W..(p + 1) * W].copy_from_slice(value);
         }
     }
 }
