@@ -60,7 +60,7 @@ const SPECIAL_F64: [u64; 10] = [
 ];
 
 /// Decimal-like values (an integer over a power of ten, the kind ALP turns into
-/// integers), a run of one decimal count or mixed, with special bit patterns, values
+/// integers; or over a power of two, which ALP's binary exponent takes), a run of one decimal count or mixed, with special bit patterns, values
 /// past ALP's integer range, and nulls among them.
 fn decimal_f64_array() -> impl Strategy<Value = ArrayRef> {
     (
@@ -78,6 +78,7 @@ fn decimal_f64_array() -> impl Strategy<Value = ArrayRef> {
                         0 => f64::from_bits(SPECIAL_F64[int.unsigned_abs() as usize % 10]),
                         1 => int as f64 * 1e300,
                         2 => int as f64 / 10f64.powi(int.rem_euclid(19) as i32),
+                        3..=5 => int as f64 / 2f64.powi(digits * 3),
                         _ => int as f64 / 10f64.powi(digits),
                     };
                     (null != 0).then_some(v)

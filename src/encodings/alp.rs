@@ -591,19 +591,25 @@ impl<'a> Chunk<'a> {
 
     /// Writes the `n` decoded values into `out` (`n * width` bytes).
     fn decode(&self, n: usize, float: Float, out: &mut [u8]) {
-        if float.width == 8 {
-            self.decode_width::<8>(n, out);
-        } else {
-            self.decode_width::<4>(n, out);
+        // A binary scale divides by 1.0, which changes no value: skipping it is exact.
+        match (float.width, self.scale.binary) {
+            (8, false) => self.decode_width::<8, false>(n, out),
+            (8, true) => self.decode_width::<8, true>(n, out),
+            (_, false) => self.decode_width::<4, false>(n, out),
+            (_, true) => self.decode_width::<4, true>(n, out),
         }
     }
 
     /// [`decode`](Self::decode) for values of `W` bytes: one loop per coding, so the
     /// compiler sees fixed-size stores and no per-value branch.
-    fn decode_width<const W: usize>(&self, n: usize, out: &mut [u8]) {
+    fn decode_width<const W: usize, const BINARY: bool>(&self, n: usize, out: &mut [u8]) {
         let (mul, div, reference) = (self.scale.mul, self.scale.div, self.reference);
         let store = |slot: &mut [u8], int: i64| {
-            let x = (int as f64) * mul / div;
+            let x = if BINARY {
+                (int as f64) * mul
+            } else {
+                (int as f64) * mul / div
+            };
             if W == 8 {
                 slot.copy_from_slice(&x.to_bits().to_le_bytes());
             } else {
