@@ -17,9 +17,10 @@
 //! ```
 //! use miniblock::encodings::{ByteStreamSplitEncoder, MiniBlockCompressor};
 //! let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
-//! let (page, _encoding) = ByteStreamSplitEncoder::try_new(32)?.compress(&values)?;
+//! let mut chunk = Vec::new();
+//! ByteStreamSplitEncoder::try_new(32)?.compress_chunk(&values, &mut chunk, &mut Vec::new())?;
 //! assert_eq!(
-//!     page.data,
+//!     chunk,
 //!     [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x40, 0x80, 0x3F, 0x40, 0x40, 0x40]
 //! );
 //! # Ok::<(), miniblock::Error>(())

@@ -95,29 +95,6 @@ pub enum ChunkStorage {
     Compressed,
 }
 
-/// One chunk of a [`MiniBlockCompressed`] page: where it is and what it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MiniBlockChunk {
-    /// Encoded size in bytes.
-    pub num_bytes: u32,
-    /// log2 of the chunk's value count; 0 for the last chunk, whose count is the page
-    /// total minus the others.
-    pub log_num_values: u8,
-    /// Whether the bytes are compressed.
-    pub storage: ChunkStorage,
-}
-
-/// A page of values encoded as chunks in one shared buffer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MiniBlockCompressed {
-    /// The chunks' bytes, back to back.
-    pub data: Vec<u8>,
-    /// One entry per chunk, in order.
-    pub chunks: Vec<MiniBlockChunk>,
-    /// Values in the page.
-    pub num_values: u64,
-}
-
 /// How a page of `num_values` values is cut into chunks: every chunk but the last holds
 /// `chunk_values` (a power of two), the last holds the rest, and no chunk is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,43 +166,6 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     fn compress_uncompressed_chunks(&self, values: &[u8], out: &mut Vec<u8>) -> bool {
         let _ = (values, out);
         false
-    }
-
-    /// Encodes a whole page of values (little-endian, back to back): its chunks and the
-    /// `ArrayEncoding` that decodes them.
-    fn compress(&self, values: &[u8]) -> Result<(MiniBlockCompressed, ArrayEncoding)> {
-        let width = self.value_width();
-        if !values.len().is_multiple_of(width) {
-            return Err(Error::invalid(format!(
-                "{} bytes is not a whole number of {width}-byte values",
-                values.len()
-            )));
-        }
-        let plan = ChunkPlan::new(values.len() / width, self.chunk_values())?;
-        let mut data = Vec::with_capacity(values.len() + values.len() / 64);
-        let mut chunks = Vec::with_capacity(plan.num_chunks());
-        let mut scratch = Vec::new();
-        for index in 0..plan.num_chunks() {
-            let (rows, log_num_values) = plan.chunk(index);
-            let start = data.len();
-            let storage = self.compress_chunk(
-                &values[rows.start * width..rows.end * width],
-                &mut data,
-                &mut scratch,
-            )?;
-            chunks.push(MiniBlockChunk {
-                num_bytes: u32::try_from(data.len() - start)
-                    .map_err(|_| Error::invalid("chunk larger than 4 GiB"))?,
-                log_num_values,
-                storage,
-            });
-        }
-        let compressed = MiniBlockCompressed {
-            data,
-            chunks,
-            num_values: (values.len() / width) as u64,
-        };
-        Ok((compressed, self.array_encoding()))
     }
 }
 
