@@ -56,6 +56,12 @@ const FLAG_DELTA: u8 = 1;
 const FLAG_SPLIT: u8 = 2;
 const FLAG_PLAIN: u8 = 4;
 const FLAG_BINARY: u8 = 8;
+const FLAG_CORRECTED: u8 = 16;
+
+/// A value whose bits are within this many units (in the last place) of its integer's
+/// decoded bits is a near hit: with corrections on, it costs a correction, not an
+/// exception.
+const MAX_CORRECTION: i64 = 127;
 
 /// Largest binary exponent: values down to 2^-62 steps.
 const MAX_BINARY_EXPONENT: u8 = 62;
@@ -141,6 +147,113 @@ fn binary_exponent(x: f64) -> u32 {
     (-lowest).max(0) as u32
 }
 
+/// The range of integers to keep when some lie far from the others: for each width `b`,
+/// the window of `2^b` integers holding the most of them, priced at `b` bits for every
+/// value plus an exception for each integer outside; `None` when all of them are within
+/// 16 bits of each other, or when no narrower window is cheaper.
+fn outlier_window(
+    near: &[Option<(i64, i64)>],
+    corrected: bool,
+    width: usize,
+) -> Option<(i64, i64)> {
+    let mut kept: Vec<i64> = near
+        .iter()
+        .filter_map(|hit| {
+            hit.filter(|&(_, c)| corrected || c == 0)
+                .map(|(int, _)| int)
+        })
+        .collect();
+    kept.sort_unstable();
+    let (&first, &last) = (kept.first()?, kept.last()?);
+    let full = bitpack::bit_width(last.abs_diff(first));
+    if full <= 16 {
+        return None;
+    }
+    let exception_bits = (2 + width) * 8;
+    let mut best = (near.len() * usize::from(full), first, last);
+    for b in 0..full {
+        let span = (1u64 << b) - 1;
+        // The window starting at each kept integer: how many fit (two pointers).
+        let (mut end, mut most, mut low) = (0, 0, first);
+        for (start, &v) in kept.iter().enumerate() {
+            end = end.max(start);
+            while end < kept.len() && kept[end].abs_diff(v) <= span {
+                end += 1;
+            }
+            if end - start > most {
+                most = end - start;
+                low = v;
+            }
+        }
+        let cost = near.len() * usize::from(b) + (kept.len() - most) * exception_bits;
+        if cost < best.0 {
+            best = (cost, low, low.saturating_add_unsigned(span));
+        }
+    }
+    (best.1 != first || best.2 != last).then_some((best.1, best.2))
+}
+
+/// Whether `hits` (each value's integer and correction, `None` for an exception) keep
+/// their corrections: when the corrections of every value take fewer bytes than storing
+/// the values that need one as exceptions.
+fn use_corrections(
+    hits: &[Option<(i64, i64)>],
+    width: usize,
+    stream_len: impl Fn(u8) -> usize,
+) -> (bool, u8) {
+    let (mut close, mut max) = (0usize, 0u64);
+    for &(_, c) in hits.iter().flatten() {
+        if c != 0 {
+            close += 1;
+            max = max.max(zigzag(c));
+        }
+    }
+    let bits = bitpack::bit_width(max);
+    (
+        close > 0 && 1 + stream_len(bits) < close * (2 + width),
+        bits,
+    )
+}
+
+/// The bits a chunk of `hits` takes, as the encoder would store it: corrections when
+/// they pay, the outliers' window, frame of reference; every exception at its size.
+fn plan_bits(hits: &[Option<(i64, i64)>], width: usize) -> usize {
+    let n = hits.len();
+    let (corrected, correction_bits) = use_corrections(hits, width, |b| bitpack::packed_len(n, b));
+    let kept: Vec<i64> = hits
+        .iter()
+        .filter_map(|hit| {
+            hit.filter(|&(_, c)| corrected || c == 0)
+                .map(|(int, _)| int)
+        })
+        .collect();
+    let (lo, hi) = outlier_window(hits, corrected, width).unwrap_or_else(|| {
+        kept.iter()
+            .fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)))
+    });
+    let inside = kept.iter().filter(|&&v| v >= lo && v <= hi).count();
+    let int_bits = if inside == 0 {
+        0
+    } else {
+        usize::from(bitpack::bit_width(hi.abs_diff(lo)))
+    };
+    let corrections = if corrected {
+        usize::from(correction_bits) * n
+    } else {
+        0
+    };
+    n * int_bits + corrections + (n - inside) * (2 + width) * 8
+}
+
+/// Zigzag: 0, -1, 1, -2, ... become 0, 1, 2, 3, ...
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)).cast_unsigned()
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1).cast_signed() ^ -((v & 1).cast_signed())
+}
+
 /// How a chunk's integers are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntLayout {
@@ -200,16 +313,34 @@ impl Float {
         }
     }
 
-    /// The integer for `x` under `scale` if it round-trips to exactly `bits`.
+    /// The integer for `value` under `scale` and the correction `bits - decoded bits`
+    /// (wrapping, in the value's bit width) that makes it round-trip; `None` when the
+    /// value has no integer (NaN, infinities, out of range).
     #[inline]
-    fn encode(self, bits: u64, value: f64, scale: &Scale) -> Option<i64> {
+    fn encode_near(self, bits: u64, value: f64, scale: &Scale) -> Option<(i64, i64)> {
         let scaled = value * scale.up;
-        // NaN fails the comparison too.
         if scaled.abs() >= MAX_INT || scaled.is_nan() {
             return None;
         }
         let int = ((scaled + ROUND) - ROUND) as i64;
-        (self.decode(int, scale) == bits).then_some(int)
+        let decoded = self.decode(int, scale);
+        let correction = if self.width == 8 {
+            bits.wrapping_sub(decoded).cast_signed()
+        } else {
+            i64::from((bits as u32).wrapping_sub(decoded as u32).cast_signed())
+        };
+        Some((int, correction))
+    }
+
+    /// The bits of `decoded` moved by `correction` units in the last place (wrapping in
+    /// the value's bit width).
+    #[inline]
+    fn correct(self, decoded: u64, correction: i64) -> u64 {
+        if self.width == 8 {
+            decoded.wrapping_add(correction.cast_unsigned())
+        } else {
+            u64::from((decoded as u32).wrapping_add(correction as u32))
+        }
     }
 }
 
@@ -247,6 +378,18 @@ impl AlpEncoder {
         Self { layout, ..self }
     }
 
+    /// Appends `values` of `bits` bits in this encoder's layout.
+    fn store(&self, values: &[u64], bits: u8, out: &mut Vec<u8>) {
+        match self.layout {
+            IntLayout::Packed => bitpack::pack(values, bits, out),
+            IntLayout::Streams => {
+                for j in 0..usize::from(bits).div_ceil(8) {
+                    out.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
+                }
+            }
+        }
+    }
+
     /// Picks the scale from a sample of the chunk: the decimal `(e, f)` or binary `k` with
     /// the smallest estimated size (integer bits plus exceptions), the smaller exponent
     /// on ties; binary only when strictly smaller.
@@ -259,22 +402,18 @@ impl AlpEncoder {
         let sample: Vec<(u64, f64)> = (0..n.min(SAMPLE))
             .map(|j| float.read(values, j * step + (j * 5) % step))
             .collect();
-        let exception_bits = (2 + float.width) * 8;
+        // Bits for the sample as the encoder would store it (integers within a
+        // correction, corrections when they pay, outliers as exceptions).
         let estimate = |scale: &Scale| -> usize {
-            let (mut min, mut max, mut hits) = (i64::MAX, i64::MIN, 0usize);
-            for &(bits, x) in &sample {
-                if let Some(n) = float.encode(bits, x, scale) {
-                    min = min.min(n);
-                    max = max.max(n);
-                    hits += 1;
-                }
-            }
-            let width = if hits == 0 {
-                0
-            } else {
-                usize::from(bitpack::bit_width(max.abs_diff(min)))
-            };
-            hits * width + (sample.len() - hits) * exception_bits
+            let hits: Vec<Option<(i64, i64)>> = sample
+                .iter()
+                .map(|&(bits, x)| {
+                    float
+                        .encode_near(bits, x, scale)
+                        .filter(|&(_, c)| c.abs() <= MAX_CORRECTION)
+                })
+                .collect();
+            plan_bits(&hits, float.width)
         };
         let mut best = (usize::MAX, Scale::decimal(0, 0));
         for e in 0..=float.max_exponent() {
@@ -342,21 +481,57 @@ impl MiniBlockCompressor for AlpEncoder {
             )));
         }
         let scale = self.choose_scale(values, n);
+        // Every value's integer and correction; near hits (small corrections) are kept
+        // either as corrections or as exceptions, whichever is smaller.
+        let near: Vec<Option<(i64, i64)>> = (0..n)
+            .map(|i| {
+                let (bits, x) = float.read(values, i);
+                float
+                    .encode_near(bits, x, &scale)
+                    .filter(|&(_, c)| c.abs() <= MAX_CORRECTION)
+            })
+            .collect();
+        let (corrected, correction_bits) = use_corrections(&near, width, |b| match self.layout {
+            IntLayout::Packed => bitpack::packed_len(n, b),
+            IntLayout::Streams => n * usize::from(b).div_ceil(8),
+        });
+        let mut near = near;
+        // Integers far from the others (a fill value among measurements) would widen
+        // every integer: past 16 bits, those outside the best window become exceptions.
+        // Bit-packed only: in byte streams under a compressor, a wide integer's constant
+        // high bytes cost less than an exception.
+        let window = match self.layout {
+            IntLayout::Packed => outlier_window(&near, corrected, width),
+            IntLayout::Streams => None,
+        };
+        if let Some((lo, hi)) = window {
+            for hit in &mut near {
+                if hit.is_some_and(|(int, _)| int < lo || int > hi) {
+                    *hit = None;
+                }
+            }
+        }
         let mut ints = Vec::with_capacity(n);
+        let mut corrections: Vec<u64> = Vec::new();
         let mut positions: Vec<u16> = Vec::new();
         let mut previous = None;
-        for i in 0..n {
-            let (bits, x) = float.read(values, i);
-            if let Some(int) = float.encode(bits, x, &scale) {
+        for (i, hit) in near.iter().enumerate() {
+            if let Some((int, c)) = hit.filter(|&(_, c)| corrected || c == 0) {
                 if previous.is_none() {
                     // Leading exceptions take the first integer.
                     ints.fill(int);
                 }
                 previous = Some(int);
                 ints.push(int);
+                if corrected {
+                    corrections.push(zigzag(c));
+                }
             } else {
                 positions.push(i as u16);
                 ints.push(previous.unwrap_or(0));
+                if corrected {
+                    corrections.push(0);
+                }
             }
         }
         let (min, max) = ints
@@ -392,8 +567,16 @@ impl MiniBlockCompressor for AlpEncoder {
             (for_bits, if n == 0 { 0 } else { min })
         };
         let int_bytes = int_len(bits);
-        let size =
-            HEADER_BYTES + if delta { 8 } else { 0 } + int_bytes + positions.len() * (2 + width);
+        let correction_bytes = if corrected {
+            1 + int_len(correction_bits)
+        } else {
+            0
+        };
+        let size = HEADER_BYTES
+            + if delta { 8 } else { 0 }
+            + int_bytes
+            + correction_bytes
+            + positions.len() * (2 + width);
         if size >= HEADER_BYTES + values.len() {
             out.extend_from_slice(&[0, 0, 0, FLAG_PLAIN]);
             out.extend_from_slice(&[0; HEADER_BYTES - 4]);
@@ -409,6 +592,9 @@ impl MiniBlockCompressor for AlpEncoder {
         }
         if self.layout == IntLayout::Streams {
             flags |= FLAG_SPLIT;
+        }
+        if corrected {
+            flags |= FLAG_CORRECTED;
         }
         out.reserve(size);
         out.extend_from_slice(&[scale.e, scale.f, bits, flags]);
@@ -427,13 +613,12 @@ impl MiniBlockCompressor for AlpEncoder {
         } else {
             ints.iter().map(|&v| v.abs_diff(reference)).collect()
         };
-        match self.layout {
-            IntLayout::Packed => bitpack::pack(&stored, bits, out),
-            IntLayout::Streams => {
-                for j in 0..usize::from(bits).div_ceil(8) {
-                    out.extend(stored.iter().map(|v| (v >> (8 * j)) as u8));
-                }
-            }
+        if corrected {
+            out.push(correction_bits);
+        }
+        self.store(&stored, bits, out);
+        if corrected {
+            self.store(&corrections, correction_bits, out);
         }
         for &p in &positions {
             out.extend_from_slice(&p.to_le_bytes());
@@ -475,6 +660,8 @@ struct Chunk<'a> {
     reference: i64,
     first: i64,
     ints: &'a [u8],
+    /// The correction stream and its bits per value, when the chunk has one.
+    corrections: Option<(&'a [u8], u8)>,
     positions: &'a [u8],
     exceptions: &'a [u8],
 }
@@ -515,7 +702,7 @@ impl<'a> Chunk<'a> {
             }
             return Ok(None);
         }
-        if flags & !(FLAG_DELTA | FLAG_SPLIT | FLAG_BINARY) != 0 {
+        if flags & !(FLAG_DELTA | FLAG_SPLIT | FLAG_BINARY | FLAG_CORRECTED) != 0 {
             return Err(corrupt(format!("unknown flags {flags:#04x}")));
         }
         let scale = if flags & FLAG_BINARY != 0 {
@@ -551,12 +738,27 @@ impl<'a> Chunk<'a> {
             first = i64::from_le_bytes(bytes.try_into().expect("8 bytes"));
             pos += 8;
         }
-        let int_bytes = if split {
-            n * usize::from(bits).div_ceil(8)
-        } else {
-            bitpack::packed_len(n, bits)
+        let mut correction_bits = None;
+        if flags & FLAG_CORRECTED != 0 {
+            let cbits = *chunk
+                .get(pos)
+                .ok_or_else(|| corrupt("it ends before its correction width".to_owned()))?;
+            if cbits > 64 {
+                return Err(corrupt(format!("{cbits} bits per correction")));
+            }
+            correction_bits = Some(cbits);
+            pos += 1;
+        }
+        let stream_len = |bits: u8| {
+            if split {
+                n * usize::from(bits).div_ceil(8)
+            } else {
+                bitpack::packed_len(n, bits)
+            }
         };
-        let expected = pos + int_bytes + count * (2 + float.width);
+        let int_bytes = stream_len(bits);
+        let correction_bytes = correction_bits.map_or(0, stream_len);
+        let expected = pos + int_bytes + correction_bytes + count * (2 + float.width);
         if chunk.len() != expected {
             return Err(corrupt(format!(
                 "{} bytes, its header says {expected}",
@@ -564,8 +766,11 @@ impl<'a> Chunk<'a> {
             )));
         }
         let ints = &chunk[pos..pos + int_bytes];
-        let positions = &chunk[pos + int_bytes..pos + int_bytes + 2 * count];
-        let exceptions = &chunk[pos + int_bytes + 2 * count..];
+        pos += int_bytes;
+        let corrections = correction_bits.map(|cbits| (&chunk[pos..pos + correction_bytes], cbits));
+        pos += correction_bytes;
+        let positions = &chunk[pos..pos + 2 * count];
+        let exceptions = &chunk[pos + 2 * count..];
         let mut next = 0usize;
         for p in positions.chunks_exact(2) {
             let p = usize::from(u16::from_le_bytes([p[0], p[1]]));
@@ -584,6 +789,7 @@ impl<'a> Chunk<'a> {
             reference,
             first,
             ints,
+            corrections,
             positions,
             exceptions,
         }))
@@ -619,7 +825,7 @@ impl<'a> Chunk<'a> {
         let mut acc = self.first;
         let mut at = 0usize;
         let delta = self.delta;
-        let mut emit = |block: &[u64]| {
+        let emit = |block: &[u64]| {
             let dst = &mut out[at * W..(at + block.len()) * W];
             if delta {
                 for (slot, &u) in dst.chunks_exact_mut(W).zip(block) {
@@ -633,24 +839,20 @@ impl<'a> Chunk<'a> {
             }
             at += block.len();
         };
-        if self.split {
-            let streams = usize::from(self.bits).div_ceil(8);
-            let mut block = [0u64; bitpack::BLOCK];
-            let mut start = 0;
-            while start < n {
-                let len = (n - start).min(bitpack::BLOCK);
-                block[..len].fill(0);
-                for j in 0..streams {
-                    let stream = &self.ints[j * n + start..j * n + start + len];
-                    for (v, &byte) in block.iter_mut().zip(stream) {
-                        *v |= u64::from(byte) << (8 * j);
-                    }
+        read_stream(self.ints, n, self.bits, self.split, emit);
+        if let Some((bytes, bits)) = self.corrections {
+            let float = Float { width: W };
+            let mut at = 0usize;
+            read_stream(bytes, n, bits, self.split, |block| {
+                let dst = &mut out[at * W..(at + block.len()) * W];
+                for (slot, &z) in dst.chunks_exact_mut(W).zip(block) {
+                    let mut le = [0u8; 8];
+                    le[..W].copy_from_slice(slot);
+                    let fixed = float.correct(u64::from_le_bytes(le), unzigzag(z));
+                    slot.copy_from_slice(&fixed.to_le_bytes()[..W]);
                 }
-                emit(&block[..len]);
-                start += len;
-            }
-        } else {
-            bitpack::unpack(self.ints, n, self.bits, emit);
+                at += block.len();
+            });
         }
         for (p, value) in self
             .positions
@@ -660,6 +862,30 @@ impl<'a> Chunk<'a> {
             let p = usize::from(u16::from_le_bytes([p[0], p[1]]));
             out[p * W..(p + 1) * W].copy_from_slice(value);
         }
+    }
+}
+
+/// Hands the `n` values of `bits` bits stored in `bytes` (bit-packed, or `split` into
+/// byte streams; the length checked by the parser) to `sink`, 64 at a time.
+fn read_stream(bytes: &[u8], n: usize, bits: u8, split: bool, mut sink: impl FnMut(&[u64])) {
+    if !split {
+        bitpack::unpack(bytes, n, bits, sink);
+        return;
+    }
+    let streams = usize::from(bits).div_ceil(8);
+    let mut block = [0u64; bitpack::BLOCK];
+    let mut start = 0;
+    while start < n {
+        let len = (n - start).min(bitpack::BLOCK);
+        block[..len].fill(0);
+        for j in 0..streams {
+            let stream = &bytes[j * n + start..j * n + start + len];
+            for (v, &byte) in block.iter_mut().zip(stream) {
+                *v |= u64::from(byte) << (8 * j);
+            }
+        }
+        sink(&block[..len]);
+        start += len;
     }
 }
 
@@ -676,7 +902,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
         let w = self.float.width;
         Some((
             HEADER_BYTES,
-            HEADER_BYTES + 8 + num_values.saturating_mul(8 + 2 + w),
+            HEADER_BYTES + 8 + 1 + num_values.saturating_mul(8 + 8 + 2 + w),
         ))
     }
 
@@ -815,6 +1041,48 @@ mod tests {
         assert_eq!(binary_exponent(-3.0), 0);
         assert_eq!(binary_exponent(f64::from_bits(1)), 1074);
         assert_eq!(binary_exponent(f64::NAN), 0);
+    }
+
+    /// Decimals computed in f32 arithmetic (`i * 0.001f32`) land a few units in the last
+    /// place off the decimal: they keep their integer plus a correction, not an exception,
+    /// and a fill value far from them becomes an exception instead of widening every
+    /// integer.
+    #[test]
+    fn near_decimals_take_corrections_and_outliers_are_exceptions() {
+        let mut floats: Vec<f32> = (0..1024).map(|i| (i % 700) as f32 * 0.001 + 1.5).collect();
+        floats[100] = -1e10;
+        floats[900] = -1e10;
+        let values: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let chunk = encode(&AlpEncoder::try_new(32).unwrap(), &values);
+        assert_eq!(
+            chunk[3] & FLAG_CORRECTED,
+            FLAG_CORRECTED,
+            "header {:?}",
+            &chunk[..16]
+        );
+        assert_eq!((chunk[0], chunk[1]), (3, 0));
+        assert_eq!(
+            u32::from_le_bytes(chunk[4..8].try_into().unwrap()),
+            2,
+            "two exceptions"
+        );
+        assert!(chunk.len() < values.len() * 3 / 4, "{} bytes", chunk.len());
+        assert_eq!(decode(4, &chunk, 1024).unwrap(), values);
+        let streams = AlpEncoder::try_new(32)
+            .unwrap()
+            .with_layout(IntLayout::Streams);
+        assert_eq!(decode(4, &encode(&streams, &values), 1024).unwrap(), values);
+        // A correction width past 64 bits, and a chunk cut inside its corrections.
+        let at = HEADER_BYTES + usize::from(chunk[3] & FLAG_DELTA) * 8;
+        let mut bad = chunk.clone();
+        bad[at] = 65;
+        assert!(matches!(decode(4, &bad, 1024), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            decode(4, &chunk[..chunk.len() - 1], 1024),
+            Err(Error::Corrupt { .. })
+        ));
+        assert_eq!(zigzag(-3), 5);
+        assert_eq!(unzigzag(zigzag(i64::MIN)), i64::MIN);
     }
 
     /// Values ALP cannot take are stored plain, at the values' size plus the header.
