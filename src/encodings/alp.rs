@@ -61,7 +61,7 @@ const FLAG_CORRECTED: u8 = 16;
 /// A value whose bits are within this many units (in the last place) of its integer's
 /// decoded bits is a near hit: with corrections on, it costs a correction, not an
 /// exception.
-const MAX_CORRECTION: i64 = 127;
+const MAX_CORRECTION: u64 = 127;
 
 /// Largest binary exponent: values down to 2^-62 steps.
 const MAX_BINARY_EXPONENT: u8 = 62;
@@ -410,7 +410,7 @@ impl AlpEncoder {
                 .map(|&(bits, x)| {
                     float
                         .encode_near(bits, x, scale)
-                        .filter(|&(_, c)| c.abs() <= MAX_CORRECTION)
+                        .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION)
                 })
                 .collect();
             plan_bits(&hits, float.width)
@@ -488,7 +488,7 @@ impl MiniBlockCompressor for AlpEncoder {
                 let (bits, x) = float.read(values, i);
                 float
                     .encode_near(bits, x, &scale)
-                    .filter(|&(_, c)| c.abs() <= MAX_CORRECTION)
+                    .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION)
             })
             .collect();
         let (corrected, correction_bits) = use_corrections(&near, width, |b| match self.layout {
