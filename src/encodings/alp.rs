@@ -147,31 +147,33 @@ fn binary_exponent(x: f64) -> u32 {
     (-lowest).max(0) as u32
 }
 
-/// The range of integers to keep when some lie far from the others: for each width `b`,
-/// the window of `2^b` integers holding the most of them, priced at `b` bits for every
-/// value plus an exception for each integer outside; `None` when all of them are within
-/// 16 bits of each other, or when no narrower window is cheaper.
+/// The range of integers to keep when some lie far from the others (a fill value among
+/// measurements): for each width `b` of 8, 12, ..., 24 bits, the window of `2^b`
+/// integers holding the most of them, priced at `b` bits for every value plus an
+/// exception for each integer outside; `None` when all of them are within 24 bits of
+/// each other (no sort, no search: the common case stays cheap), or when no narrower
+/// window is cheaper.
 fn outlier_window(
     near: &[Option<(i64, i64)>],
     corrected: bool,
     width: usize,
 ) -> Option<(i64, i64)> {
-    let mut kept: Vec<i64> = near
-        .iter()
-        .filter_map(|hit| {
+    let kept = || {
+        near.iter().filter_map(|hit| {
             hit.filter(|&(_, c)| corrected || c == 0)
                 .map(|(int, _)| int)
         })
-        .collect();
-    kept.sort_unstable();
-    let (&first, &last) = (kept.first()?, kept.last()?);
-    let full = bitpack::bit_width(last.abs_diff(first));
-    if full <= 16 {
+    };
+    let (first, last) = kept().fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if first > last || bitpack::bit_width(last.abs_diff(first)) <= 24 {
         return None;
     }
+    let full = bitpack::bit_width(last.abs_diff(first));
+    let mut kept: Vec<i64> = kept().collect();
+    kept.sort_unstable();
     let exception_bits = (2 + width) * 8;
     let mut best = (near.len() * usize::from(full), first, last);
-    for b in 0..full {
+    for b in (8..=24u8).step_by(4) {
         let span = (1u64 << b) - 1;
         // The window starting at each kept integer: how many fit (two pointers).
         let (mut end, mut most, mut low) = (0, 0, first);
@@ -220,18 +222,15 @@ fn use_corrections(
 fn plan_bits(hits: &[Option<(i64, i64)>], width: usize) -> usize {
     let n = hits.len();
     let (corrected, correction_bits) = use_corrections(hits, width, |b| bitpack::packed_len(n, b));
-    let kept: Vec<i64> = hits
-        .iter()
-        .filter_map(|hit| {
+    let kept = || {
+        hits.iter().filter_map(move |hit| {
             hit.filter(|&(_, c)| corrected || c == 0)
                 .map(|(int, _)| int)
         })
-        .collect();
-    let (lo, hi) = outlier_window(hits, corrected, width).unwrap_or_else(|| {
-        kept.iter()
-            .fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)))
-    });
-    let inside = kept.iter().filter(|&&v| v >= lo && v <= hi).count();
+    };
+    let (lo, hi) = outlier_window(hits, corrected, width)
+        .unwrap_or_else(|| kept().fold((i64::MAX, i64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v))));
+    let inside = kept().filter(|&v| v >= lo && v <= hi).count();
     let int_bits = if inside == 0 {
         0
     } else {
@@ -405,22 +404,30 @@ impl AlpEncoder {
         // Bits for the sample as the encoder would store it (integers within a
         // correction, corrections when they pay, outliers as exceptions).
         let estimate = |scale: &Scale| -> usize {
-            let hits: Vec<Option<(i64, i64)>> = sample
-                .iter()
-                .map(|&(bits, x)| {
-                    float
-                        .encode_near(bits, x, scale)
-                        .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION)
-                })
-                .collect();
-            plan_bits(&hits, float.width)
+            let mut hits = [None; SAMPLE];
+            for (hit, &(bits, x)) in hits.iter_mut().zip(&sample) {
+                *hit = float
+                    .encode_near(bits, x, scale)
+                    .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION);
+            }
+            plan_bits(&hits[..sample.len()], float.width)
         };
         let mut best = (usize::MAX, Scale::decimal(0, 0));
+        // Past the digits the values have, each exponent only adds bits: once the best
+        // so far stores most values as integers (under half the bits of all exceptions),
+        // three exponents in a row that do not improve on it end the search.
+        let mut worse = 0;
         for e in 0..=float.max_exponent() {
             let scale = Scale::decimal(e, 0);
             let size = estimate(&scale);
             if size < best.0 {
                 best = (size, scale);
+                worse = 0;
+            } else if best.0 < sample.len() * (2 + float.width) * 4 {
+                worse += 1;
+                if worse == 3 {
+                    break;
+                }
             }
         }
         let e = best.1.e;
