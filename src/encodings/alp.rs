@@ -343,6 +343,32 @@ impl Float {
     }
 }
 
+/// Whether ALP is worth trying on `values` (floats of `width` bytes, 4 or 8): the scale
+/// that 32 values spread over them choose stores them in fewer bits than they have, by
+/// the bit-packed estimate (under a compressor, delta-coded integers may still shrink
+/// much further). Data without decimal or dyadic structure fails at once.
+pub(crate) fn worth_trying(values: &[u8], width: usize) -> bool {
+    let Ok(encoder) = AlpEncoder::try_new(width as u64 * 8) else {
+        return false;
+    };
+    let n = values.len() / width;
+    if n == 0 {
+        return false;
+    }
+    let scale = encoder.choose_scale(values, n);
+    let float = encoder.float;
+    let step = (n / SAMPLE).max(1);
+    let mut hits = [None; SAMPLE];
+    let count = n.min(SAMPLE);
+    for (j, hit) in hits.iter_mut().enumerate().take(count) {
+        let (bits, x) = float.read(values, j * step + (j * 5) % step);
+        *hit = float
+            .encode_near(bits, x, &scale)
+            .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION);
+    }
+    plan_bits(&hits[..count], width) < count * width * 8
+}
+
 /// Encodes each chunk with ALP.
 #[derive(Debug, Clone)]
 pub struct AlpEncoder {

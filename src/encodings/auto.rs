@@ -14,7 +14,7 @@
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
-//!   at least four (when the page has them) and at most 32, one in each of equal slices of the page at golden-ratio
+//!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
 //!   about 1/8 of the page (at least 4 windows, but never more than 1/8 of it), the
@@ -75,8 +75,9 @@ const MAX_WINDOWS: usize = 32;
 /// Stage 1 tries one window per this many windows' worth of page.
 const FIRST_SAMPLE_EVERY: usize = 32;
 
-/// Stage 1 tries at least this many windows (when the page has them): with 16 KiB
-/// windows, 1/32 of a 1 MiB page is only two, too few to tell ALP from Zstd.
+/// With ALP among the candidates, stage 1 tries at least this many windows (when the page
+/// has them): with 16 KiB windows, 1/32 of a 1 MiB page is only two, too few to tell ALP
+/// from Zstd.
 const FIRST_MIN_WINDOWS: usize = 4;
 
 /// Stage 2 tries one window per this many.
@@ -369,15 +370,25 @@ impl AutoChooser {
         };
         let is_zstd = |e: Encoding| e.scheme() == Some(CompressionScheme::Zstd);
         // Stage 1: every candidate on ~1/32 of the page, the cheap ones first.
-        let first = self.windows(
-            num_values,
-            FIRST_SAMPLE_EVERY,
-            FIRST_MIN_WINDOWS,
-            usize::MAX,
-        )?;
+        // ALP is tried only where 32 values spread over the page look like decimals or
+        // dyadic fractions: on other data its trials would cost encode time for nothing.
+        let try_alp = self.compressors.iter().any(|(e, _)| e.is_alp())
+            && super::alp::worth_trying(values, width);
+        // With ALP in play, at least FIRST_MIN_WINDOWS (never more than an eighth of a
+        // small page): two windows cannot tell ALP from Zstd.
+        let eighth = (num_values.div_ceil(self.window_values(num_values)) / 8).max(1);
+        let min_windows = if try_alp {
+            FIRST_MIN_WINDOWS.min(eighth)
+        } else {
+            1
+        };
+        let first = self.windows(num_values, FIRST_SAMPLE_EVERY, min_windows, usize::MAX)?;
         let mut estimates: Vec<(Encoding, Option<f64>)> =
             self.compressors.iter().map(|(e, _)| (*e, None)).collect();
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            if encoding.is_alp() && !try_alp {
+                continue;
+            }
             if !is_zstd(*encoding) {
                 estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
             }
@@ -391,7 +402,7 @@ impl AutoChooser {
         let skip_zstd =
             self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
-            if is_zstd(*encoding) && !skip_zstd {
+            if is_zstd(*encoding) && !skip_zstd && (try_alp || !encoding.is_alp()) {
                 estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
             }
         }
