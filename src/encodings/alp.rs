@@ -355,18 +355,8 @@ pub(crate) fn worth_trying(values: &[u8], width: usize) -> bool {
     if n == 0 {
         return false;
     }
-    let scale = encoder.choose_scale(values, n);
-    let float = encoder.float;
-    let step = (n / SAMPLE).max(1);
-    let mut hits = [None; SAMPLE];
-    let count = n.min(SAMPLE);
-    for (j, hit) in hits.iter_mut().enumerate().take(count) {
-        let (bits, x) = float.read(values, j * step + (j * 5) % step);
-        *hit = float
-            .encode_near(bits, x, &scale)
-            .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION);
-    }
-    plan_bits(&hits[..count], width) < count * width * 8
+    let (_, bits, sampled) = encoder.choose_scale(values, n);
+    bits < sampled * width * 8
 }
 
 /// Encodes each chunk with ALP.
@@ -417,8 +407,9 @@ impl AlpEncoder {
 
     /// Picks the scale from a sample of the chunk: the decimal `(e, f)` or binary `k` with
     /// the smallest estimated size (integer bits plus exceptions), the smaller exponent
-    /// on ties; binary only when strictly smaller.
-    fn choose_scale(&self, values: &[u8], n: usize) -> Scale {
+    /// on ties; binary only when strictly smaller. Returns the scale, its estimated bits
+    /// for the sample and the number of values sampled.
+    fn choose_scale(&self, values: &[u8], n: usize) -> (Scale, usize, usize) {
         let float = self.float;
         // One value in each of SAMPLE equal slices, at an offset that moves from slice to
         // slice, so a period that divides the slice (every 16th value an integer) does not
@@ -477,7 +468,7 @@ impl AlpEncoder {
                 best = (size, scale);
             }
         }
-        best.1
+        (best.1, best.0, sample.len())
     }
 }
 
@@ -513,7 +504,7 @@ impl MiniBlockCompressor for AlpEncoder {
                 "an alp chunk holds at most {MAX_VALUES} values, got {n}"
             )));
         }
-        let scale = self.choose_scale(values, n);
+        let (scale, _, _) = self.choose_scale(values, n);
         // Every value's integer and correction; near hits (small corrections) are kept
         // either as corrections or as exceptions, whichever is smaller.
         let near: Vec<Option<(i64, i64)>> = (0..n)
