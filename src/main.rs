@@ -4,10 +4,14 @@ mod cli;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(e) => return argument_error(&e),
+    };
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         // A reader that closed standard output (`| head`) ends the command quietly, with
@@ -16,6 +20,35 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("miniblock: error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `--help` and `--version` print as clap writes them; a wrong argument is one line on
+/// stderr, naming the argument, and exit status 2 (the README's convention).
+fn argument_error(e: &clap::Error) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // clap's tip about `--` and similar lines follow the first; the usage is in --help.
+            eprintln!("miniblock: error: {first} (see --help)");
+            ExitCode::from(2)
         }
     }
 }

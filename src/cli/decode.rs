@@ -12,7 +12,15 @@ use clap::ValueEnum;
 use miniblock::file::FileReader;
 use miniblock::page::value_width;
 
-use super::{output, progress, CliError};
+use super::progress::{Progress, Unit};
+use super::{output, quiet, CliError, OutputArgs};
+
+pub(super) const EXAMPLES: &str = "\\
+Examples:
+  miniblock decode data.mb out.parquet               every column, types, nulls, metadata kept
+  miniblock decode data.mb -o t.f32 --column temperature
+  miniblock decode data.mb rows.npy --rows 1000..2000
+  miniblock decode data.mb -c --column t | od -f     raw little-endian values to stdout";
 
 /// Output formats of `decode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -37,11 +45,9 @@ const TABLE_STEP_ROWS: u64 = 1 << 17;
 pub struct Args {
     /// A miniblock column file.
     input: PathBuf,
-    /// Where to write the values (`-`: standard output).
-    output: PathBuf,
-    /// Overwrite OUTPUT if it exists.
-    #[arg(short = 'f', long)]
-    force: bool,
+    /// Where to write the values.
+    #[command(flatten)]
+    output: OutputArgs,
     /// A column to decode (repeatable). Raw and .npy outputs hold one column, which may be
     /// left out when the file has one; .arrow/.feather/.parquet outputs hold the named
     /// columns, or every column when none is named.
@@ -69,7 +75,12 @@ fn parse_rows(text: &str, num_rows: u64) -> Result<Range<u64>, CliError> {
     } else {
         end.trim().parse().map_err(|_| bad())?
     };
-    if start > end || end > num_rows {
+    if start > end {
+        return Err(CliError::new(format!(
+            "--rows {start}..{end} is reversed: START must not be after END"
+        )));
+    }
+    if end > num_rows {
         return Err(CliError::new(format!(
             "--rows {start}..{end} is outside the file's {num_rows} rows"
         )));
@@ -130,15 +141,18 @@ fn le_bytes(array: &dyn Array) -> Vec<u8> {
 /// The output format: `--format`, or from OUTPUT's extension. An extension `decode` does
 /// not write is refused rather than given raw bytes, and so is a float extension of
 /// another width than the column's (f32 values in a `.f64` file would be misread).
-fn output_format(args: &Args, data_type: &DataType) -> Result<Format, CliError> {
+fn output_format(
+    args: &Args,
+    output: &std::path::Path,
+    data_type: &DataType,
+) -> Result<Format, CliError> {
     if let Some(format) = args.format {
         return Ok(format);
     }
-    if args.output.as_os_str() == "-" {
+    if output.as_os_str() == "-" {
         return Ok(Format::Raw);
     }
-    let ext = args
-        .output
+    let ext = output
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
@@ -168,6 +182,9 @@ fn output_format(args: &Args, data_type: &DataType) -> Result<Format, CliError> 
 
 /// Runs `decode`.
 pub fn run(args: &Args) -> Result<(), CliError> {
+    let output = args.output.path().ok_or_else(|| {
+        CliError::new("name the output: OUTPUT, -o OUTPUT, or -c for standard output")
+    })?;
     let shown = args.input.display().to_string();
     let file =
         File::open(&args.input).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
@@ -188,7 +205,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let first_type = schema
         .field(columns.first().copied().unwrap_or(0))
         .data_type();
-    let format = output_format(args, first_type)?;
+    let format = output_format(args, &output, first_type)?;
     let table = matches!(format, Format::Arrow | Format::Parquet);
     if columns.is_empty() && (table || names.len() == 1) {
         columns = (0..names.len()).collect();
@@ -231,7 +248,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         .map_err(|e| CliError::new(e.to_string()))?;
     let row_bytes: u64 = widths.iter().map(|&w| w as u64).sum();
     // The bar counts decoded bytes against the decoded total.
-    let bar = progress::bar((rows.end - rows.start) * row_bytes, "decoding");
+    let bar = Progress::start("decoding", (rows.end - rows.start) * row_bytes, Unit::Bytes);
     let len =
         usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
     let out_schema = Arc::new(
@@ -239,10 +256,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             .project(&columns)
             .map_err(|e| CliError::new(e.to_string()))?,
     );
-    let out_shown = args.output.display().to_string();
+    let out_shown = output.display().to_string();
     let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
     let mut nulls_as_zero = 0usize;
-    output::write_output(&args.output, &[&args.input], args.force, |sink| {
+    output::write_output(&output, &[&args.input], args.output.force, |sink| {
         let mut read = |step: Range<u64>| -> Result<RecordBatch, CliError> {
             let arrays = columns
                 .iter()
@@ -257,14 +274,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 if format == Format::Npy {
                     let descr = npy_descr(out_schema.field(0).data_type(), widths[0]);
                     sink.write_all(&output::npy_header(&descr, len))
-                        .map_err(|e| output::write_error(&args.output, &e))?;
+                        .map_err(|e| output::write_error(&output, &e))?;
                 }
                 for step in steps {
                     let batch = read(step)?;
                     let array = batch.column(0);
                     nulls_as_zero += array.null_count();
                     sink.write_all(&le_bytes(array.as_ref()))
-                        .map_err(|e| output::write_error(&args.output, &e))?;
+                        .map_err(|e| output::write_error(&output, &e))?;
                 }
             }
             Format::Arrow => {
@@ -295,7 +312,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         }
         Ok(())
     })?;
-    bar.finish_and_clear();
+    bar.finish();
+    if quiet() {
+        return Ok(());
+    }
     let what = if columns.len() == 1 {
         format!("column {:?}", out_schema.field(0).name())
     } else {
@@ -310,7 +330,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         let _ = write!(line, ", {nulls_as_zero} null(s) written as zero");
     }
     // Values went to standard output: the summary must not mix with them.
-    if args.output.as_os_str() == "-" {
+    if output.as_os_str() == "-" {
         eprintln!("{line}");
         Ok(())
     } else {

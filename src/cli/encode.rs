@@ -6,7 +6,16 @@ use miniblock::file::{FileWriter, WriteOptions};
 
 use miniblock::encodings::Strategy;
 
-use super::{input, output, parse_strategy, progress, CliError, Dtype, EncoderArgs};
+use super::progress::{Progress, Unit};
+use super::{input, output, parse_strategy, quiet, CliError, Dtype, EncoderArgs, OutputArgs};
+
+pub(super) const EXAMPLES: &str = "\\
+Examples:
+  miniblock encode data.parquet                      writes data.mb beside it (auto)
+  miniblock encode data.parquet -o t.mb --column temperature --column pressure
+  miniblock encode grid.npy grid.mb --encoding alp+zstd --chunk-values 2048
+  miniblock encode values.bin v.mb --dtype f64       raw little-endian doubles
+  producer | miniblock encode - --dtype f32 -c > v.mb";
 
 /// Arguments of `encode`.
 #[derive(Debug, clap::Args)]
@@ -14,11 +23,9 @@ pub struct Args {
     /// Input: .f32/.f64 raw little-endian floats, .npy, Arrow IPC (.arrow/.feather) or
     /// .parquet; `-` reads raw values of `--dtype` from standard input.
     input: PathBuf,
-    /// The miniblock column file to write (`-`: standard output).
-    output: PathBuf,
-    /// Overwrite OUTPUT if it exists.
-    #[arg(short = 'f', long)]
-    force: bool,
+    /// The miniblock column file to write (default: INPUT's name with `.mb`, beside it).
+    #[command(flatten)]
+    output: OutputArgs,
     /// Encoding of the pages: auto (chosen per page by trial on a sample), auto:GAIN
     /// (a slower-decoding encoding must save GAIN, e.g. auto:0 for the smallest), or one
     /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd, alp, alp+lz4, alp+zstd (the last three
@@ -40,6 +47,13 @@ pub struct Args {
 
 /// Runs `encode`.
 pub fn run(args: &Args) -> Result<(), CliError> {
+    let output = match args.output.path() {
+        Some(path) => path,
+        None if args.input.as_os_str() == "-" => return Err(CliError::new(
+            "reading standard input, name the output: OUTPUT, -o OUTPUT, or -c for standard output",
+        )),
+        None => args.input.with_extension("mb"),
+    };
     let mut columns: Vec<String> = Vec::with_capacity(args.columns.len());
     for name in &args.columns {
         if columns.contains(name) {
@@ -64,7 +78,20 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             twice.name()
         )));
     }
-    let bar = progress::bar(input.file_bytes, "encoding");
+    let row_bytes: u64 = input
+        .schema
+        .fields()
+        .iter()
+        .map(|f| miniblock::page::value_width(f.data_type()).unwrap_or(0) as u64)
+        .sum();
+    // Bytes of values against the values' total when the input says how many rows it has,
+    // else batches against its batch count (an IPC file), else nothing (a stream).
+    let bar = match input.size {
+        Some(input::Size::Rows(rows)) => Progress::start("encoding", rows * row_bytes, Unit::Bytes),
+        Some(input::Size::Batches(n)) => Progress::start("encoding", n, Unit::Items("batches")),
+        None => Progress::start("encoding", 0, Unit::Bytes),
+    };
+    let by_batch = matches!(input.size, Some(input::Size::Batches(_)));
     let options = WriteOptions {
         strategy: args.encoding,
         encoder: args.encoder.options()?,
@@ -72,15 +99,19 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         ..WriteOptions::default()
     };
     let schema = input.schema.clone();
-    let shown = args.output.display().to_string();
+    let shown = output.display().to_string();
     let mut rows = 0u64;
-    output::write_output(&args.output, &[&args.input], args.force, |sink| {
+    output::write_output(&output, &[&args.input], args.output.force, |sink| {
         let mut writer = FileWriter::try_new(sink, &schema, options)
             .map_err(|e| CliError::new(format!("{}: {e}", args.input.display())))?;
         while let Some(batch) = input.next_batch() {
             let batch = batch?;
             rows += batch.num_rows() as u64;
-            bar.inc(batch.get_array_memory_size() as u64);
+            bar.inc(if by_batch {
+                1
+            } else {
+                batch.num_rows() as u64 * row_bytes
+            });
             writer
                 .write_batch(&batch)
                 .map_err(|e| CliError::new(format!("encoding {}: {e}", args.input.display())))?;
@@ -96,8 +127,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             .map_err(|e| CliError::new(format!("writing {shown}: {e}")))?;
         Ok(())
     })?;
-    bar.finish_and_clear();
-    if args.output.as_os_str() == "-" {
+    bar.finish();
+    if quiet() {
+        return Ok(());
+    }
+    if output.as_os_str() == "-" {
         // The file went to standard output: the summary must not mix with it.
         eprintln!(
             "wrote standard output: {} column(s), {rows} rows, {}",
@@ -106,18 +140,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         );
         return Ok(());
     }
-    let written = std::fs::metadata(&args.output).map_or(0, |m| m.len());
-    let raw: u64 = schema
-        .fields()
-        .iter()
-        .map(|f| rows * miniblock::page::value_width(f.data_type()).unwrap_or(0) as u64)
-        .sum();
+    let written = std::fs::metadata(&output).map_or(0, |m| m.len());
+    let raw = rows * row_bytes;
     say!(
         "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}",
         schema.fields().len(),
         raw as f64 / written.max(1) as f64,
         args.encoding,
-        chosen_summary(&args.output)?
+        chosen_summary(&output)?
     )?;
     Ok(())
 }

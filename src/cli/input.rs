@@ -16,14 +16,21 @@ use super::{CliError, Dtype};
 /// Values per batch for raw and `.npy` inputs (1 MiB of f32).
 const BATCH_VALUES: usize = 1 << 18;
 
+/// How much an input holds, known before its batches are read (for progress).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// This many rows (raw, `.npy`, Parquet).
+    Rows(u64),
+    /// This many record batches (an Arrow IPC file).
+    Batches(u64),
+}
+
 /// An opened input: its name, the schema of the columns taken, and their batches.
 pub struct Input {
-    /// The file's stem.
-    pub name: String,
     /// The columns taken from it.
     pub schema: SchemaRef,
-    /// Size of the file in bytes, for progress.
-    pub file_bytes: u64,
+    /// How much the batches hold, when the input says so before it is read.
+    pub size: Option<Size>,
     batches: Box<dyn Iterator<Item = Result<RecordBatch, CliError>>>,
 }
 
@@ -31,28 +38,6 @@ impl Input {
     /// The next batch, if any.
     pub fn next_batch(&mut self) -> Option<Result<RecordBatch, CliError>> {
         self.batches.next()
-    }
-
-    /// Every column, whole: one array per column.
-    pub fn read_all(mut self) -> Result<Vec<(String, ArrayRef)>, CliError> {
-        let mut parts: Vec<Vec<ArrayRef>> = vec![Vec::new(); self.schema.fields().len()];
-        while let Some(batch) = self.next_batch() {
-            for (part, column) in parts.iter_mut().zip(batch?.columns()) {
-                part.push(column.clone());
-            }
-        }
-        let mut columns = Vec::with_capacity(parts.len());
-        for (field, part) in self.schema.fields().iter().zip(parts) {
-            let refs: Vec<&dyn Array> = part.iter().map(AsRef::as_ref).collect();
-            let array = if refs.is_empty() {
-                arrow_array::new_empty_array(field.data_type())
-            } else {
-                arrow_select::concat::concat(&refs)
-                    .map_err(|e| CliError::new(format!("{}: {e}", self.name)))?
-            };
-            columns.push((field.name().clone(), array));
-        }
-        Ok(columns)
     }
 }
 
@@ -80,7 +65,7 @@ pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Inpu
         "f64" => Some(Dtype::F64),
         _ => None,
     });
-    let (schema, batches) = if let Some(dtype) = raw_dtype {
+    let (schema, size, batches) = if let Some(dtype) = raw_dtype {
         single_column_only(&name, wanted, &shown)?;
         raw(file, file_bytes, dtype, &name, &shown)?
     } else {
@@ -102,14 +87,16 @@ pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Inpu
         return Err(CliError::new(format!("{shown}: the file is empty")));
     }
     Ok(Input {
-        name,
         schema,
-        file_bytes,
+        size,
         batches,
     })
 }
 
 type Batches = Box<dyn Iterator<Item = Result<RecordBatch, CliError>>>;
+
+/// What a reader of one format returns: the schema taken, its size if known, its batches.
+type Opened = (SchemaRef, Option<Size>, Batches);
 
 fn single_column_only(name: &str, wanted: &[String], shown: &str) -> Result<(), CliError> {
     match wanted {
@@ -209,20 +196,13 @@ fn stdin(dtype: Option<Dtype>, wanted: &[String]) -> Result<Input, CliError> {
         Some(batch_from_le(&batch_schema, dtype, &buf))
     }));
     Ok(Input {
-        name,
         schema,
-        file_bytes: 0,
+        size: None,
         batches,
     })
 }
 
-fn raw(
-    file: File,
-    len: u64,
-    dtype: Dtype,
-    name: &str,
-    shown: &str,
-) -> Result<(SchemaRef, Batches), CliError> {
+fn raw(file: File, len: u64, dtype: Dtype, name: &str, shown: &str) -> Result<Opened, CliError> {
     if !len.is_multiple_of(dtype.width() as u64) {
         return Err(CliError::new(format!(
             "{shown}: {len} bytes is not a whole number of {}-byte {} values",
@@ -238,7 +218,11 @@ fn raw(
         dtype,
         shown.to_owned(),
     );
-    Ok((schema, batches))
+    Ok((
+        schema,
+        Some(Size::Rows(len / dtype.width() as u64)),
+        batches,
+    ))
 }
 
 /// A numpy dtype string (`<f4`, `>i8`, `|u1`, `<M8[us]`, ...) as the Arrow type it holds,
@@ -300,12 +284,7 @@ fn npy_dtype(descr: &str, shown: &str) -> Result<(DataType, usize, bool), CliErr
 /// `.npy` version 1, 2 or 3 of any fixed-width numeric, datetime64 or timedelta64 dtype in
 /// either byte order (big-endian converted), any shape in C order (values in file order;
 /// a Fortran-order array of more than one dimension is refused).
-fn npy(
-    file: File,
-    file_len: u64,
-    name: &str,
-    shown: &str,
-) -> Result<(SchemaRef, Batches), CliError> {
+fn npy(file: File, file_len: u64, name: &str, shown: &str) -> Result<Opened, CliError> {
     let bad = |what: &str| CliError::new(format!("{shown}: not a valid .npy file: {what}"));
     let mut reader = BufReader::new(file);
     let mut magic = [0u8; 8];
@@ -412,7 +391,7 @@ fn npy(
                 .map_err(|e| CliError::new(format!("reading {shown}: {e}"))),
         )
     }));
-    Ok((schema, batches))
+    Ok((schema, Some(Size::Rows(count)), batches))
 }
 
 /// The text after `'key':` in a Python dict literal, up to the next top-level comma.
@@ -453,14 +432,9 @@ fn fixed_width_columns(
             .filter(|&i| encodable_type(schema.field(i).data_type()).is_some())
             .collect();
         if found.is_empty() {
-            let fields: Vec<String> = schema
-                .fields()
-                .iter()
-                .map(|f| format!("{}: {}", f.name(), f.data_type()))
-                .collect();
             return Err(CliError::new(format!(
                 "{shown} has no fixed-width column (it has {})",
-                fields.join(", ")
+                describe_fields(schema)
             )));
         }
         if found.len() < schema.fields().len() {
@@ -480,9 +454,12 @@ fn fixed_width_columns(
     wanted
         .iter()
         .map(|name| {
-            let i = schema
-                .index_of(name)
-                .map_err(|_| CliError::new(format!("{shown} has no column {name:?}")))?;
+            let i = schema.index_of(name).map_err(|_| {
+                CliError::new(format!(
+                    "{shown} has no column {name:?}; its columns: {}",
+                    describe_fields(schema)
+                ))
+            })?;
             let t = schema.field(i).data_type();
             if encodable_type(t).is_some() {
                 Ok(i)
@@ -493,6 +470,23 @@ fn fixed_width_columns(
             }
         })
         .collect()
+}
+
+/// `name (Type), ...` for every field, with ` (not encodable)` after those that cannot be.
+pub fn describe_fields(schema: &Schema) -> String {
+    schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let note = if encodable_type(f.data_type()).is_some() {
+                ""
+            } else {
+                ", not encodable"
+            };
+            format!("{} ({}{note})", f.name(), f.data_type())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `schema` with dictionary columns as their values' type.
@@ -532,18 +526,18 @@ fn decode_dictionaries(batch: &RecordBatch, schema: &SchemaRef) -> Result<Record
 
 /// Arrow IPC, a file or a stream, told apart by content (a file starts with `ARROW1`),
 /// compressed (LZ4 or Zstd, as pandas and pyarrow write Feather by default) or not.
-fn ipc(mut file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
+fn ipc(mut file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError> {
     use std::io::{Seek, SeekFrom};
     let mut magic = [0u8; 6];
     let is_file = file.read_exact(&mut magic).is_ok() && &magic == b"ARROW1";
     file.seek(SeekFrom::Start(0))
         .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let mut size = None;
     let reader: Box<dyn RecordBatchReader> = if is_file {
-        Box::new(
-            arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None).map_err(|e| {
-                CliError::new(format!("{shown}: not a readable Arrow IPC file: {e}"))
-            })?,
-        )
+        let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
+            .map_err(|e| CliError::new(format!("{shown}: not a readable Arrow IPC file: {e}")))?;
+        size = Some(Size::Batches(reader.num_batches() as u64));
+        Box::new(reader)
     } else {
         Box::new(
             arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None).map_err(|e| {
@@ -566,15 +560,16 @@ fn ipc(mut file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Bat
             .map_err(|e| CliError::new(format!("reading {shown}: {e}")))
             .and_then(|b| decode_dictionaries(&b, &batch_schema))
     });
-    Ok((schema, Box::new(batches)))
+    Ok((schema, size, Box::new(batches)))
 }
 
-fn parquet(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Batches), CliError> {
+fn parquet(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError> {
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ProjectionMask;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| CliError::new(format!("{shown}: not a readable Parquet file: {e}")))?;
     let indices = fixed_width_columns(builder.schema(), wanted, shown)?;
+    let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices.clone());
     let reader = builder
         .with_projection(mask)
@@ -603,5 +598,86 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<(SchemaRef, Bat
             .map_err(|e| CliError::new(format!("reading {shown}: {e}")))
             .and_then(|b| decode_dictionaries(&b, &batch_schema))
     });
-    Ok((schema, Box::new(batches)))
+    Ok((schema, rows.map(Size::Rows), Box::new(batches)))
+}
+
+/// A file of another format than miniblock's, as `inspect` describes it.
+pub struct Foreign {
+    /// "Parquet", "Arrow IPC file", ...
+    pub format: &'static str,
+    /// Every column it has, encodable or not.
+    pub schema: Schema,
+    /// Its rows, when the format says so without reading the data.
+    pub rows: Option<u64>,
+}
+
+/// What `path` is when it is a Parquet, Arrow IPC, `.npy` or raw float file, told by its
+/// first bytes (by extension for raw floats and IPC streams, which have no magic);
+/// `None` for anything else, a miniblock file included.
+pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
+    let shown = path.display().to_string();
+    let mut file =
+        File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+    let mut magic = Vec::with_capacity(8);
+    (&mut file)
+        .take(8)
+        .read_to_end(&mut magic)
+        .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if magic.starts_with(b"PAR1") {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        let file =
+            File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(|e| CliError::new(format!("{shown}: a damaged Parquet file: {e}")))?;
+        return Ok(Some(Foreign {
+            format: "Parquet",
+            schema: builder.schema().as_ref().clone(),
+            rows: u64::try_from(builder.metadata().file_metadata().num_rows()).ok(),
+        }));
+    }
+    let ipc_by_name = matches!(ext.as_str(), "arrow" | "arrows" | "feather" | "ipc");
+    if magic.starts_with(b"ARROW1") || ipc_by_name {
+        let file =
+            File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+        let (format, schema) = if magic.starts_with(b"ARROW1") {
+            let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
+                .map_err(|e| CliError::new(format!("{shown}: a damaged Arrow IPC file: {e}")))?;
+            ("Arrow IPC file", reader.schema())
+        } else {
+            let reader = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)
+                .map_err(|e| {
+                    CliError::new(format!(
+                        "{shown}: neither a miniblock file nor an Arrow IPC stream: {e}"
+                    ))
+                })?;
+            ("Arrow IPC stream", reader.schema())
+        };
+        return Ok(Some(Foreign {
+            format,
+            schema: schema.as_ref().clone(),
+            rows: None,
+        }));
+    }
+    let raw = matches!(ext.as_str(), "f32" | "f64");
+    if magic.starts_with(b"\x93NUMPY") || raw {
+        let input = open(path, None, &[])?;
+        let rows = match input.size {
+            Some(Size::Rows(n)) => Some(n),
+            _ => None,
+        };
+        return Ok(Some(Foreign {
+            format: if raw {
+                "raw little-endian float"
+            } else {
+                ".npy"
+            },
+            schema: input.schema.as_ref().clone(),
+            rows,
+        }));
+    }
+    Ok(None)
 }

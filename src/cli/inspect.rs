@@ -14,12 +14,21 @@ use miniblock::proto::file::{Column, Footer};
 use prost::Message;
 use serde_json::json;
 
+use super::stats::ColumnStats;
 use super::CliError;
+
+pub(super) const EXAMPLES: &str = "\\
+Examples:
+  miniblock inspect data.mb                  columns, pages, encodings, min/max, nulls, NaNs
+  miniblock inspect data.mb --json | jq '.columns[] | {name, min, max, nans}'
+  miniblock inspect data.parquet             what a Parquet/Arrow/.npy file holds, and what
+                                             of it miniblock can encode";
 
 /// Arguments of `inspect`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A miniblock column file.
+    /// A miniblock column file (or a Parquet, Arrow IPC, .npy or raw float file, whose
+    /// columns are listed).
     file: PathBuf,
     /// Print one JSON object (with each page's ArrayEncoding as protobuf hex) instead of text.
     #[arg(long)]
@@ -39,7 +48,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let file =
         File::open(&args.file).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
     let file_bytes = file.metadata().map_or(0, |m| m.len());
-    let reader = FileReader::open(BufReader::new(file))
+    if let Some(foreign) = super::input::foreign(&args.file)? {
+        return describe_foreign(args, &foreign, file_bytes);
+    }
+    let mut reader = FileReader::open(BufReader::new(file))
+        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let stats = (0..reader.schema().fields().len())
+        .map(|c| column_stats(&mut reader, c))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
     let footer = reader.footer();
     let mut columns_json = Vec::new();
@@ -48,7 +64,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         footer.num_rows,
         footer.columns.len()
     );
-    for (field, column) in reader.schema().fields().iter().zip(&footer.columns) {
+    for ((field, column), stats) in reader
+        .schema()
+        .fields()
+        .iter()
+        .zip(&footer.columns)
+        .zip(&stats)
+    {
         let width = value_width(field.data_type()).unwrap_or(1);
         let raw = footer.num_rows * width as u64;
         let encoded: u64 = column
@@ -64,6 +86,16 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             if field.is_nullable() { ", nullable" } else { "" },
             column.pages.len(),
             raw as f64 / encoded.max(1) as f64
+        );
+        let _ = writeln!(
+            text,
+            "  values: min {}, max {}, {} null(s){}",
+            stats.min().as_deref().unwrap_or("-"),
+            stats.max().as_deref().unwrap_or("-"),
+            stats.nulls,
+            stats
+                .nans
+                .map_or_else(String::new, |n| format!(", {n} NaN(s)"))
         );
         let mut pages_json = Vec::new();
         for (index, page) in column.pages.iter().enumerate() {
@@ -130,6 +162,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "raw_bytes": raw,
             "encoded_bytes": encoded,
             "ratio": raw as f64 / encoded.max(1) as f64,
+            "min": stats.min(),
+            "max": stats.max(),
+            "nulls": stats.nulls,
+            "nans": stats.nans,
             "pages": pages_json,
         }));
     }
@@ -150,6 +186,71 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             .map_err(|e| super::output::write_error(std::path::Path::new("standard output"), &e))?;
     }
     Ok(())
+}
+
+/// Min, max, nulls and NaNs of column `c`, decoded page by page.
+fn column_stats<R: std::io::Read + std::io::Seek>(
+    reader: &mut FileReader<R>,
+    c: usize,
+) -> miniblock::Result<ColumnStats> {
+    let mut stats = ColumnStats::new(reader.schema().field(c).data_type());
+    let pages: Vec<u64> = reader.footer().columns[c]
+        .pages
+        .iter()
+        .map(|p| p.num_values)
+        .collect();
+    let mut row = 0;
+    for n in pages {
+        stats.add(&reader.read_column_range(c, row..row + n)?);
+        row += n;
+    }
+    Ok(stats)
+}
+
+/// `inspect` of a Parquet, Arrow IPC, `.npy` or raw file: its format, rows and columns,
+/// and which of them `encode` takes.
+fn describe_foreign(
+    args: &Args,
+    foreign: &super::input::Foreign,
+    file_bytes: u64,
+) -> Result<(), CliError> {
+    let shown = args.file.display().to_string();
+    let rows = foreign
+        .rows
+        .map_or_else(String::new, |n| format!("{n} rows, "));
+    let encoded_name = args.file.with_extension("mb");
+    if args.json {
+        let columns: Vec<_> = foreign
+            .schema
+            .fields()
+            .iter()
+            .map(|f| {
+                json!({
+                    "name": f.name(),
+                    "type": f.data_type().to_string(),
+                    "nullable": f.is_nullable(),
+                })
+            })
+            .collect();
+        say!(
+            "{}",
+            json!({
+                "file": shown,
+                "file_bytes": file_bytes,
+                "format": foreign.format,
+                "num_rows": foreign.rows,
+                "columns": columns,
+            })
+        )
+    } else {
+        say!(
+            "{shown}: a {} file, not a miniblock file: {file_bytes} bytes, {rows}{} column(s): {}\n`miniblock encode {shown}` writes its fixed-width columns to {}",
+            foreign.format,
+            foreign.schema.fields().len(),
+            super::input::describe_fields(&foreign.schema),
+            encoded_name.display()
+        )
+    }
 }
 
 /// Pages per encoding name in one column.

@@ -1,4 +1,5 @@
-//! The `miniblock` command: `compare`, `encode`, `decode`, `inspect`, `verify`.
+//! The `miniblock` command: `compare`, `encode`, `decode`, `inspect`, `verify`,
+//! `completions`.
 
 /// Writes a line to standard output; a closed pipe becomes [`CliError::broken_pipe`]
 /// instead of the panic of `println!`. Used with `?` in every command.
@@ -23,6 +24,7 @@ mod inspect;
 mod output;
 mod plot;
 mod progress;
+mod stats;
 mod verify;
 
 use std::fmt;
@@ -106,15 +108,50 @@ pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
     s.parse::<Strategy>().map_err(|e| e.to_string())
 }
 
+/// Parses `--chunk-values`: a power of two the encoders take.
+fn parse_chunk_values(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a whole number of values".to_owned())?;
+    miniblock::encodings::check_chunk_values(n).map_err(|_| {
+        format!(
+            "a chunk holds a power of two from {} to {} values",
+            miniblock::encodings::MIN_CHOSEN_CHUNK_VALUES,
+            miniblock::encodings::MAX_CHUNK_VALUES
+        )
+    })?;
+    Ok(n)
+}
+
+/// Parses `--zstd-level`: a level the linked Zstd accepts.
+fn parse_zstd_level(s: &str) -> Result<i32, String> {
+    let level: i32 = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a whole number".to_owned())?;
+    let range = zstd::compression_level_range();
+    if range.contains(&level) {
+        Ok(level)
+    } else {
+        Err(format!(
+            "Zstd levels run from {} (fastest) to {} (smallest); 0 means the default, {}",
+            range.start(),
+            range.end(),
+            miniblock::encodings::DEFAULT_ZSTD_LEVEL
+        ))
+    }
+}
+
 /// Options of every command that encodes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct EncoderArgs {
     /// Values per chunk: a power of two from 256 to 65536 (default: 4 KiB of values,
     /// 1024 f32 or 512 f64).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_chunk_values)]
     chunk_values: Option<usize>,
-    /// Zstd level for the zstd encodings (1..=22, negative for the fast levels).
-    #[arg(long, value_name = "L", default_value_t = miniblock::encodings::DEFAULT_ZSTD_LEVEL, allow_negative_numbers = true)]
+    /// Zstd level for the zstd encodings (1 to 22; negative for the fast levels).
+    #[arg(long, value_name = "L", default_value_t = miniblock::encodings::DEFAULT_ZSTD_LEVEL, allow_negative_numbers = true, value_parser = parse_zstd_level)]
     zstd_level: i32,
 }
 
@@ -137,12 +174,75 @@ impl EncoderArgs {
     }
 }
 
-/// Byte-stream-split miniblocks for fixed-width columns: measure, encode, decode, inspect.
+/// Where a command writes: OUTPUT, `-o OUTPUT` or `-c` (standard output).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Where to write (`-`: standard output).
+    #[arg(value_name = "OUTPUT")]
+    output: Option<PathBuf>,
+    /// Where to write, as an option (the same as OUTPUT).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "OUTPUT",
+        conflicts_with = "output"
+    )]
+    output_flag: Option<PathBuf>,
+    /// Write to standard output (the same as OUTPUT `-`).
+    #[arg(short = 'c', long, conflicts_with_all = ["output", "output_flag"])]
+    stdout: bool,
+    /// Overwrite OUTPUT if it exists.
+    #[arg(short = 'f', long)]
+    force: bool,
+}
+
+impl OutputArgs {
+    /// The output path (`-` for standard output), if one was given.
+    pub fn path(&self) -> Option<PathBuf> {
+        if self.stdout {
+            return Some(PathBuf::from("-"));
+        }
+        self.output.clone().or_else(|| self.output_flag.clone())
+    }
+}
+
+/// Whether `-q` asked for no summaries and no progress.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+const EXAMPLES: &str = "\
+Examples:
+  miniblock                                    compare every encoding on the bundled sample
+  miniblock compare data.parquet --plot p.svg  the same on your columns, with a plot
+  miniblock encode data.parquet                write data.mb (fixed-width columns, auto)
+  miniblock decode data.mb -o out.arrow        every column back, types and nulls kept
+  miniblock inspect data.mb                    pages, encodings, min/max, nulls, NaNs
+  miniblock verify data.mb                     every checksum, every page decoded
+  miniblock completions bash > ~/.local/share/bash-completion/completions/miniblock
+
+Exit status: 0 on success, 1 when a command fails, 2 for a wrong argument (one line on
+stderr each time); 141 when standard output was closed by its reader.";
+
+/// Byte-stream-split and ALP miniblocks for fixed-width columns: measure, encode, decode,
+/// inspect, verify.
 #[derive(Debug, Parser)]
-#[command(name = "miniblock", version, about, long_about = None)]
+#[command(name = "miniblock", version, about, long_about = None, after_help = EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// No progress and no summary lines (errors and warnings still go to stderr).
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    /// Threads for encoding and decoding (default: one per core).
+    #[arg(short = 'j', long, global = true, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+    /// When to show progress on stderr: auto (a bar on a terminal, for large work),
+    /// always (lines when stderr is not a terminal), never.
+    #[arg(long, global = true, value_enum, default_value_t = progress::When::Auto)]
+    progress: progress::When,
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,19 +250,49 @@ enum Command {
     /// Compare every encoding on data sets: size, ratio, encode and decode speed.
     ///
     /// With no FILE, uses the bundled sample in data/.
+    #[command(after_help = compare::EXAMPLES)]
     Compare(compare::Args),
     /// Encode columns of a file into a miniblock column file.
+    #[command(after_help = encode::EXAMPLES)]
     Encode(encode::Args),
-    /// Decode a column of a miniblock file to raw values, .npy or Arrow IPC.
+    /// Decode columns of a miniblock file to raw values, .npy, Arrow IPC or Parquet.
+    #[command(after_help = decode::EXAMPLES)]
     Decode(decode::Args),
-    /// Show what a miniblock file holds: columns, pages, encodings, chunks, ratio.
+    /// Show what a file holds: columns, pages, encodings, chunks, ratio, min/max, nulls
+    /// and NaNs (for a Parquet, Arrow or .npy file: its columns and what can be encoded).
+    #[command(after_help = inspect::EXAMPLES)]
     Inspect(inspect::Args),
     /// Check miniblock files: every page and chunk checksum, and a full decode of every page.
+    #[command(after_help = verify::EXAMPLES)]
     Verify(verify::Args),
+    /// Print a shell completion script for miniblock.
+    #[command(after_help = COMPLETION_EXAMPLES)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
+
+const COMPLETION_EXAMPLES: &str = "\
+Examples:
+  miniblock completions bash > ~/.local/share/bash-completion/completions/miniblock
+  miniblock completions zsh > ~/.zfunc/_miniblock
+  miniblock completions fish > ~/.config/fish/completions/miniblock.fish";
 
 /// Runs the command line; the default command is `compare` on the bundled sample.
 pub fn run(cli: Cli) -> Result<(), CliError> {
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
+    progress::set_when(if cli.quiet {
+        progress::When::Never
+    } else {
+        cli.progress
+    });
+    if let Some(threads) = cli.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(threads))
+            .build_global()
+            .map_err(|e| CliError::new(format!("--threads {threads}: {e}")))?;
+    }
     match cli.command {
         None => compare::run(&compare::Args::default()),
         Some(Command::Compare(args)) => compare::run(&args),
@@ -170,6 +300,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Decode(args)) => decode::run(&args),
         Some(Command::Inspect(args)) => inspect::run(&args),
         Some(Command::Verify(args)) => verify::run(&args),
+        Some(Command::Completions { shell }) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "miniblock", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
+                .map_err(|e| output::write_error(std::path::Path::new("standard output"), &e))
+        }
     }
 }
 

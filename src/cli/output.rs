@@ -37,12 +37,13 @@ enum Target {
 /// Temporary files being written, removed by the interrupt handler.
 static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Installs, once, the handler that removes pending temporary files on SIGINT, SIGTERM
-/// or SIGHUP and exits with 130.
-fn remove_temporaries_on_interrupt() {
+/// Installs, once, the handler that on SIGINT, SIGTERM or SIGHUP clears the progress bar,
+/// removes pending temporary files and exits with 130.
+pub fn handle_interrupts() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         let installed = ctrlc::set_handler(|| {
+            super::progress::clear_active();
             let mut pending = Vec::new();
             self::pending(|p| pending.clone_from(p));
             for path in pending {
@@ -122,6 +123,29 @@ fn target(path: &Path, inputs: &[&Path], force: bool) -> Result<Target, CliError
     }
 }
 
+/// Checks, before long work, that `path` could be written as [`write_output`] would: not
+/// an input, not an existing file without `force`, in a folder that exists.
+pub fn check_output(path: &Path, inputs: &[&Path], force: bool) -> Result<(), CliError> {
+    if let Target::Regular {
+        path,
+        replace: None,
+    } = target(path, inputs, force)?
+    {
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if !folder.is_dir() {
+            return Err(CliError::new(format!(
+                "cannot write {}: the folder {} does not exist",
+                path.display(),
+                folder.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// An error writing `path`; a closed pipe on standard output ends the command quietly.
 pub fn write_error(path: &Path, e: &std::io::Error) -> CliError {
     if e.kind() == ErrorKind::BrokenPipe {
@@ -170,7 +194,7 @@ where
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    remove_temporaries_on_interrupt();
+    handle_interrupts();
     let mut builder = tempfile::Builder::new();
     builder.prefix(".miniblock-").suffix(".tmp");
     #[cfg(unix)]

@@ -5,7 +5,12 @@ use std::path::PathBuf;
 
 use miniblock::file::FileReader;
 
-use super::CliError;
+use super::{quiet, CliError};
+
+pub(super) const EXAMPLES: &str = "\\
+Examples:
+  miniblock verify data.mb                  one line per good file; the first damage is the error
+  miniblock verify -q archive/*.mb && echo intact";
 
 /// Arguments of `verify`.
 #[derive(Debug, clap::Args)]
@@ -24,6 +29,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         let summary = FileReader::open(BufReader::new(file))
             .and_then(|mut reader| reader.verify())
             .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+        if quiet() {
+            continue;
+        }
         say!(
             "{shown}: ok: {} column(s), {} page(s), {} chunk(s) decoded, {} bytes and {} chunk checksum(s) verified, {} null(s)",
             summary.columns,
