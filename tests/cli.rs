@@ -1237,3 +1237,568 @@ fn decode_writes_whole_tables_with_metadata() {
     assert_eq!(back.schema().field(0).name(), "x");
     assert_eq!(back.column(1).to_data(), batch.column(0).to_data());
 }
+
+/// Runs a command whose arguments are wrong: status 2, one line naming the problem.
+fn bad_argument(args: &[&str]) -> String {
+    let out = miniblock(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "miniblock {args:?}: {stderr}");
+    assert!(stderr.starts_with("miniblock: error: "), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(out.stdout.is_empty());
+    stderr
+}
+
+fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(fs::File::create(path).unwrap(), batch.schema(), None)
+            .unwrap();
+    writer.write(batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// `--progress always` lines on stderr: `what: P% (DONE of TOTAL)`.
+fn progress_lines<'a>(stderr: &'a str, what: &str) -> Vec<(u64, &'a str, &'a str)> {
+    stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix(what)?.strip_prefix(": "))
+        .map(|rest| {
+            let (percent, counts) = rest.split_once("% (").unwrap();
+            let (done, total) = counts.trim_end_matches(')').split_once(" of ").unwrap();
+            (percent.parse().unwrap(), done, total)
+        })
+        .collect()
+}
+
+#[test]
+fn progress_counts_one_unit_against_its_total_and_ends_at_it() {
+    let dir = temp();
+    let values = common::mixed_f32(600_000, 3);
+    let raw = write_raw_f32(dir.path(), "v.f32", &values);
+    let parquet = dir.path().join("t.parquet");
+    write_parquet(&parquet, &mixed_batch());
+    let check = |stderr: &str, what: &str| {
+        let lines = progress_lines(stderr, what);
+        assert!(!lines.is_empty(), "no {what} progress in {stderr}");
+        let (last_percent, last_done, last_total) = *lines.last().unwrap();
+        // Ends at its total, and never counts past it; both sides in one unit.
+        assert_eq!((last_percent, last_done), (100, last_total), "{stderr}");
+        let mut previous = 0;
+        for (percent, done, total) in &lines {
+            assert_eq!(*total, last_total, "{stderr}");
+            assert_eq!(
+                done.split(' ').nth(1),
+                total.split(' ').nth(1),
+                "units differ: {stderr}"
+            );
+            assert!(*percent >= previous && *percent <= 100, "{stderr}");
+            previous = *percent;
+        }
+        last_total.to_owned()
+    };
+    // encode: bytes of values, raw and Parquet (not the file's compressed size)
+    let out = miniblock(&[
+        "--progress",
+        "always",
+        "encode",
+        s(&raw),
+        "-o",
+        s(&dir.path().join("v.mb")),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        check(&String::from_utf8_lossy(&out.stderr), "encoding"),
+        "2.29 MiB"
+    );
+    let out = miniblock(&[
+        "--progress",
+        "always",
+        "encode",
+        s(&parquet),
+        "-o",
+        s(&dir.path().join("t.mb")),
+    ]);
+    assert!(out.status.success());
+    // 3000 rows of f32 + f64 (the string column is skipped)
+    assert_eq!(
+        check(&String::from_utf8_lossy(&out.stderr), "encoding"),
+        "35.16 KiB"
+    );
+    // decode: decoded bytes against the decoded total
+    let out = miniblock(&[
+        "--progress",
+        "always",
+        "decode",
+        s(&dir.path().join("v.mb")),
+        "-o",
+        s(&dir.path().join("back.f32")),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        check(&String::from_utf8_lossy(&out.stderr), "decoding"),
+        "2.29 MiB"
+    );
+    // compare: measurements against the measurements planned
+    let out = miniblock(&[
+        "--progress",
+        "always",
+        "compare",
+        s(&raw),
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4,bss+zstd,auto",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        check(&String::from_utf8_lossy(&out.stderr), "measuring v"),
+        "6 measurements"
+    );
+    // -q: no progress, no summary
+    let out = miniblock(&[
+        "-q",
+        "--progress",
+        "always",
+        "encode",
+        s(&raw),
+        "-f",
+        "-o",
+        s(&dir.path().join("v.mb")),
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty() && out.stderr.is_empty());
+    // without a terminal and by default: nothing on stderr
+    let out = miniblock(&[
+        "decode",
+        s(&dir.path().join("v.mb")),
+        "-f",
+        "-o",
+        s(&dir.path().join("back.f32")),
+    ]);
+    assert!(out.status.success() && out.stderr.is_empty());
+}
+
+#[test]
+fn flags_follow_the_conventions() {
+    let dir = temp();
+    let values = common::mixed_f32(5_000, 9);
+    let raw = write_raw_f32(dir.path(), "v.f32", &values);
+    // --version, and examples in every --help
+    assert!(ok(&["--version"]).starts_with("miniblock "));
+    assert!(ok(&["-V"]).starts_with("miniblock "));
+    for sub in [
+        "compare",
+        "encode",
+        "decode",
+        "inspect",
+        "verify",
+        "completions",
+    ] {
+        let help = ok(&[sub, "--help"]);
+        assert!(help.contains("Examples:\n  miniblock"), "{sub}: {help}");
+    }
+    assert!(ok(&["--help"]).contains("Exit status"));
+    // encode with no output writes INPUT.mb beside it; -o, -c and OUTPUT write the same bytes
+    ok(&["encode", s(&raw)]);
+    let default = fs::read(dir.path().join("v.mb")).unwrap();
+    ok(&["encode", s(&raw), "-o", s(&dir.path().join("o.mb"))]);
+    ok(&["encode", s(&raw), s(&dir.path().join("p.mb")), "-j", "1"]);
+    let stdout = miniblock(&["encode", s(&raw), "-c"]);
+    assert!(stdout.status.success());
+    assert_eq!(fs::read(dir.path().join("o.mb")).unwrap(), default);
+    assert_eq!(fs::read(dir.path().join("p.mb")).unwrap(), default);
+    assert_eq!(stdout.stdout, default);
+    // -f overwrites, without it the existing file is kept
+    assert!(fails(&["encode", s(&raw)]).contains("-f/--force"));
+    ok(&["encode", s(&raw), "-f", "-q"]);
+    // decode -c writes the values to standard output
+    let out = miniblock(&["decode", s(&dir.path().join("v.mb")), "-c"]);
+    assert!(out.status.success());
+    assert_eq!(out.stdout, fs::read(&raw).unwrap());
+    assert!(fails(&["decode", s(&dir.path().join("v.mb"))]).contains("-o OUTPUT"));
+    // argument errors: one line, status 2, naming the flag in plain words
+    let e = bad_argument(&["encode", s(&raw), "--zstd-level", "99"]);
+    assert!(
+        e.contains("--zstd-level") && e.contains("from -131072 (fastest) to 22"),
+        "{e}"
+    );
+    assert!(!e.contains("..="), "{e}");
+    let e = bad_argument(&["encode", s(&raw), "--chunk-values", "100"]);
+    assert!(
+        e.contains("--chunk-values") && e.contains("power of two from 256 to 65536"),
+        "{e}"
+    );
+    let e = bad_argument(&["compare", s(&raw), "--chunk-values", "1024,3000"]);
+    assert!(e.contains("'3000'"), "{e}");
+    bad_argument(&["encode", s(&raw), "-o", "a.mb", "b.mb"]);
+    bad_argument(&["encode", s(&raw), "-c", "-o", "a.mb"]);
+    bad_argument(&["frobnicate"]);
+    bad_argument(&["encode"]);
+    bad_argument(&["-j", "0", "encode", s(&raw)]);
+    // --rows reversed is called reversed
+    let e = fails(&[
+        "decode",
+        s(&dir.path().join("v.mb")),
+        "x.f32",
+        "--rows",
+        "100..50",
+    ]);
+    assert!(e.contains("reversed"), "{e}");
+    // a column that is not there: the columns that are
+    let parquet = dir.path().join("t.parquet");
+    write_parquet(&parquet, &mixed_batch());
+    let e = fails(&["encode", s(&parquet), "-o", "x.mb", "--column", "nope"]);
+    assert!(
+        e.contains("\"nope\"")
+            && e.contains("a (Float32)")
+            && e.contains("label (Utf8, not encodable)"),
+        "{e}"
+    );
+    // inspect on a Parquet, Arrow or raw file says what it is and lists its columns
+    let text = ok(&["inspect", s(&parquet)]);
+    assert!(
+        text.contains("a Parquet file, not a miniblock file") && text.contains("3000 rows"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a (Float32), b (Float64), label (Utf8, not encodable)"),
+        "{text}"
+    );
+    let feather = dir.path().join("t.feather");
+    write_feather(&feather, &mixed_batch());
+    assert!(
+        ok(&["inspect", s(&feather)]).contains("an Arrow IPC file")
+            || ok(&["inspect", s(&feather)]).contains("a Arrow IPC file")
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", s(&parquet), "--json"])).unwrap();
+    assert_eq!(
+        (json["format"].as_str(), json["num_rows"].as_u64()),
+        (Some("Parquet"), Some(3000))
+    );
+    assert_eq!(json["columns"][2]["type"], "Utf8");
+    // completions for the usual shells name every subcommand
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = ok(&["completions", shell]);
+        for sub in ["compare", "encode", "decode", "inspect", "verify"] {
+            assert!(script.contains(sub), "{shell} lacks {sub}");
+        }
+    }
+}
+
+#[test]
+fn inspect_shows_min_max_nulls_and_nans_per_column() {
+    let dir = temp();
+    let f: ArrayRef = Arc::new(Float64Array::from(vec![
+        Some(f64::NAN),
+        Some(-0.0),
+        None,
+        Some(2.5e-310),
+        Some(-7.25),
+        Some(f64::INFINITY),
+        Some(f64::from_bits(0x7ff8_0000_dead_beef)),
+    ]));
+    let t: ArrayRef = Arc::new(
+        arrow_array::TimestampMillisecondArray::from(vec![
+            Some(86_400_000),
+            None,
+            Some(0),
+            Some(1_700_000_000_000),
+            None,
+            Some(5),
+            Some(6),
+        ])
+        .with_timezone("UTC"),
+    );
+    let batch = RecordBatch::try_from_iter([("f", f), ("t", t)]).unwrap();
+    let parquet = dir.path().join("s.parquet");
+    write_parquet(&parquet, &batch);
+    let mb = dir.path().join("s.mb");
+    ok(&["encode", s(&parquet), "-o", s(&mb), "--page-values", "3"]);
+    let text = ok(&["inspect", s(&mb)]);
+    assert!(
+        text.contains("values: min -7.25, max inf, 1 null(s), 2 NaN(s)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("values: min 1970-01-01T00:00:00Z, max 2023-11-14T22:13:20Z, 2 null(s)\n"),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["inspect", s(&mb), "--json"])).unwrap();
+    let f = &json["columns"][0];
+    assert_eq!(
+        (f["min"].as_str(), f["max"].as_str()),
+        (Some("-7.25"), Some("inf"))
+    );
+    assert_eq!(
+        (f["nulls"].as_u64(), f["nans"].as_u64()),
+        (Some(1), Some(2))
+    );
+    let t = &json["columns"][1];
+    assert_eq!((t["nulls"].as_u64(), t["nans"].as_u64()), (Some(2), None));
+}
+
+/// A legend mark's look, wherever it is drawn: its element, radius, colours, and its
+/// points relative to their centre.
+fn mark_signature(mark: roxmltree::Node) -> String {
+    let points = mark.attribute("points").map_or_else(String::new, |p| {
+        let xy: Vec<(f64, f64)> = p
+            .split(' ')
+            .map(|pair| {
+                let (x, y) = pair.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect();
+        let (cx, cy) = (
+            xy.iter().map(|p| p.0).sum::<f64>() / xy.len() as f64,
+            xy.iter().map(|p| p.1).sum::<f64>() / xy.len() as f64,
+        );
+        xy.iter()
+            .map(|(x, y)| format!("{:.0},{:.0}", x - cx, y - cy))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    format!(
+        "{} r={} fill={} stroke={} [{points}]",
+        mark.tag_name().name(),
+        mark.attribute("r").unwrap_or("-"),
+        mark.attribute("fill").unwrap_or("-"),
+        mark.attribute("stroke").unwrap_or("-"),
+    )
+}
+
+/// Names with characters XML must escape, and the `--` an XML comment cannot hold.
+const AWKWARD: &str = "a--b&c'd\"e";
+
+#[test]
+fn plots_are_well_formed_for_1_5_and_13_data_sets() {
+    let dir = temp();
+    let mut files = Vec::new();
+    for i in 0..13 {
+        let name = if i == 0 {
+            format!("{AWKWARD}.f32")
+        } else {
+            format!("set_{i:02}_with_a_rather_long_name.f32")
+        };
+        let values: Vec<f32> = (0..3000)
+            .map(|j| ((j * (i + 1)) as f32 * 0.01).sin())
+            .collect();
+        files.push(write_raw_f32(dir.path(), &name, &values));
+    }
+    for n in [1, 5, 13] {
+        let plot = dir.path().join(format!("p{n}.svg"));
+        let mut args = vec![
+            "compare",
+            "--runs",
+            "1",
+            "--encoding",
+            "lz4,bss+zstd,auto",
+            "--chunk-values",
+            "256,1024,4096",
+            "--plot",
+            s(&plot),
+        ];
+        args.extend(files[..n].iter().map(|p| s(p)));
+        ok(&args);
+        let svg = fs::read_to_string(&plot).unwrap();
+        // roxmltree refuses duplicate attributes, bad escapes and broken comments
+        let doc = roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("{n} data sets: {e}\n{svg}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|e| e.has_tag_name("text"))
+            .filter_map(|e| e.text())
+            .collect();
+        // full names in the legend
+        for file in &files[..n] {
+            let stem = file.file_stem().unwrap().to_str().unwrap();
+            assert!(texts.contains(&stem), "{n}: legend lacks {stem}: {texts:?}");
+        }
+        // one mark per data set, encoding and chunk size, each with its title
+        let titles = doc
+            .descendants()
+            .filter(|e| e.has_tag_name("title"))
+            .count();
+        assert_eq!(titles, n * 3 * 3);
+        // the legend's marks tell every data set apart (shape and centre mark)
+        let legend: std::collections::BTreeSet<String> = doc
+            .descendants()
+            .filter(|e| {
+                e.has_tag_name("text")
+                    && e.text()
+                        .is_some_and(|t| files[..n].iter().any(|f| f.file_stem().unwrap() == t))
+            })
+            .map(|text| {
+                let mut marks = Vec::new();
+                let mut node = text.prev_sibling_element();
+                while let Some(m) = node.filter(|m| !m.has_tag_name("text")) {
+                    marks.push(mark_signature(m));
+                    node = m.prev_sibling_element();
+                }
+                marks.join(" + ")
+            })
+            .collect();
+        assert_eq!(legend.len(), n, "{n}: {legend:?}");
+    }
+    // a .png path and a missing folder are refused before anything is measured
+    let e = fails(&[
+        "compare",
+        s(&files[0]),
+        "--plot",
+        s(&dir.path().join("p.png")),
+    ]);
+    assert!(e.contains("SVG"), "{e}");
+    let out = miniblock(&[
+        "compare",
+        s(&files[0]),
+        "--plot",
+        s(&dir.path().join("no/p.svg")),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "measured before refusing");
+    let out = miniblock(&[
+        "compare",
+        s(&files[0]),
+        "--plot",
+        s(&dir.path().join("p1.svg")),
+    ]);
+    assert!(out.stdout.is_empty() && String::from_utf8_lossy(&out.stderr).contains("-f/--force"));
+}
+
+#[test]
+fn compare_samples_large_inputs_labels_equal_stems_and_checks_sizes() {
+    let dir = temp();
+    // 4 pages of 1 MiB; at most 1 MiB measured: one page, the first
+    let values = common::mixed_f32(1 << 20, 5);
+    let big = write_raw_f32(dir.path(), "big.f32", &values);
+    let json = ok(&[
+        "compare",
+        s(&big),
+        "--json",
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4",
+        "--chunk-values",
+        "1024",
+        "--sample-mib",
+        "1",
+    ]);
+    let line: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(
+        (
+            line["pages_measured"].as_u64(),
+            line["pages_in_input"].as_u64()
+        ),
+        (Some(1), Some(4))
+    );
+    assert_eq!(line["values"], 1 << 18);
+    let table = ok(&[
+        "compare",
+        s(&big),
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4",
+        "--chunk-values",
+        "1024",
+        "--sample-mib",
+        "2",
+    ]);
+    assert!(
+        table.contains("big: measured on 2 of its 4 pages"),
+        "{table}"
+    );
+    let json = ok(&[
+        "compare",
+        s(&big),
+        "--json",
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4",
+        "--chunk-values",
+        "1024",
+        "--sample-mib",
+        "0",
+    ]);
+    let line: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(line["pages_measured"], 4);
+    // two inputs with one stem get their folders in the label
+    for sub in ["a", "b"] {
+        fs::create_dir(dir.path().join(sub)).unwrap();
+        write_raw_f32(&dir.path().join(sub), "x.f32", &values[..5000]);
+    }
+    let json = ok(&[
+        "compare",
+        s(&dir.path().join("a/x.f32")),
+        s(&dir.path().join("b/x.f32")),
+        "--json",
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4",
+    ]);
+    let labels: std::collections::BTreeSet<String> = json
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["dataset"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(labels.into_iter().collect::<Vec<_>>(), ["a/x", "b/x"]);
+    // --check: the verdicts are on size only (speed is a figure); every row passes here,
+    // so the status is 0 (the failing side is `compare`'s unit test).
+    let smooth: Vec<f32> = (0..50_000).map(|i| (i / 7) as f32).collect();
+    let input = write_raw_f32(dir.path(), "steps.f32", &smooth);
+    let table = ok(&[
+        "compare",
+        s(&input),
+        "--runs",
+        "1",
+        "--encoding",
+        "lz4,auto,auto:0",
+        "--check",
+    ]);
+    let verdicts: Vec<&str> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("auto against"))
+        .skip(2)
+        .map(|l| l.split_whitespace().last().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["pass"; 4], "{table}");
+}
+
+#[test]
+fn an_interrupted_bar_is_cleared_from_the_terminal() {
+    // `script` (util-linux) gives the command a terminal, where the bar is drawn.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED an_interrupted_bar_is_cleared_from_the_terminal: no `script` command for a terminal");
+        return;
+    }
+    let dir = temp();
+    let values: Vec<f32> = (0..2_000_000).map(|i| (i as f32 * 0.001).sin()).collect();
+    let input = write_raw_f32(dir.path(), "big.f32", &values);
+    let command = format!(
+        "'{}' compare '{}' --runs 1000 --encoding zstd,bss+zstd & sleep 2; kill -INT $!; wait $!; echo status=$?",
+        env!("CARGO_BIN_EXE_miniblock"),
+        s(&input)
+    );
+    let out = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last_bar = text.rfind("measuring big [").expect("a bar was drawn");
+    let after = &text[last_bar..];
+    let cleared = after.find("\r\x1b[2K").expect("the bar was cleared");
+    // Nothing is drawn after the clearing but the status: 130, as for SIGINT.
+    assert_eq!(
+        after[cleared..].trim_start_matches("\r\x1b[2K").trim(),
+        "status=130",
+        "{after:?}"
+    );
+}

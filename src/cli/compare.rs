@@ -694,3 +694,87 @@ fn print_checks(checks: &[(Measurement, AutoCheck)]) -> Result<(), CliError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(strategy: Strategy, bytes: u64, chosen: &[(&'static str, usize)]) -> Measurement {
+        Measurement {
+            dataset: "d".to_owned(),
+            strategy,
+            chunk_bytes: 4096,
+            chunk_values: 1024,
+            chosen: chosen.iter().copied().collect(),
+            values: 1000,
+            raw_bytes: 4000,
+            encoded_bytes: bytes,
+            encode_gbps: 1.0,
+            decode_gbps: 1.0,
+            pages: (1, 1),
+        }
+    }
+
+    #[test]
+    fn size_floors_decide_the_verdict_and_speed_never_does() {
+        let lz4 = row(Encoding::Lz4.into(), 1000, &[]);
+        let zstd = row(Encoding::Zstd.into(), 800, &[]);
+        let fixed = [&lz4, &zstd];
+        let size_first = Strategy::Auto(AutoOptions::default().with_min_gain(0.0).unwrap());
+        // auto:0 within 2% of the best fixed: pass, however slow
+        let mut auto = row(size_first, 815, &[("zstd", 1)]);
+        auto.encode_gbps = 0.01;
+        let check = auto_check(&auto, &fixed).unwrap();
+        assert!(check.size_pass && check.speed_vs_chosen.unwrap() < 0.5);
+        // 3% over the best fixed: FAIL
+        let check = auto_check(&row(size_first, 824, &[("zstd", 1)]), &fixed).unwrap();
+        assert!(!check.size_pass);
+        // the default auto only has to stay within 1% of lz4
+        let auto = Strategy::default();
+        assert!(
+            auto_check(&row(auto, 1010, &[("lz4", 1)]), &fixed)
+                .unwrap()
+                .size_pass
+        );
+        assert!(
+            !auto_check(&row(auto, 1011, &[("lz4", 1)]), &fixed)
+                .unwrap()
+                .size_pass
+        );
+    }
+
+    #[test]
+    fn labels_tell_equal_stems_apart() {
+        let files: Vec<PathBuf> = ["a/x.f32", "b/x.f32", "c/y.f64", "p/q/z.npy", "r/q/z.npy"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(labels(&files), ["a/x", "b/x", "y", "p/q/z", "r/q/z"]);
+    }
+
+    #[test]
+    fn page_samples_stay_spread_and_bounded() {
+        use std::sync::Arc;
+        let mut sample = PageSample::new(100, 4, 1000);
+        for start in (0..2000).step_by(37) {
+            let values: Vec<f32> = (start..(start + 37).min(2000)).map(|v| v as f32).collect();
+            sample
+                .push(Arc::new(arrow_array::Float32Array::from(values)))
+                .unwrap();
+        }
+        let (pages, total) = sample.finish().unwrap();
+        assert_eq!(total, 20);
+        // two pages of 400 bytes fit 1000 bytes: the stride doubled to 16, pages 0 and 16
+        let firsts: Vec<f32> = pages
+            .iter()
+            .map(|p| {
+                p.as_any()
+                    .downcast_ref::<arrow_array::Float32Array>()
+                    .unwrap()
+                    .value(0)
+            })
+            .collect();
+        assert_eq!(firsts, [0.0, 1600.0]);
+        assert!(pages.iter().all(|p| p.len() == 100));
+    }
+}
