@@ -3,6 +3,7 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::OnceLock;
 
 use arrow_array::ArrayRef;
 use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
@@ -31,6 +32,9 @@ pub struct FileReader<R> {
     schema: SchemaRef,
     /// Per column, the first row of each page (and the row count at the end).
     page_starts: Vec<Vec<u64>>,
+    /// Per column and page, its chunk table as parsed and validated on first use: a read
+    /// never parses a table twice.
+    layouts: Vec<Vec<OnceLock<PageLayout>>>,
     verify_checksums: bool,
 }
 
@@ -92,11 +96,17 @@ impl<R: Read + Seek> FileReader<R> {
         let footer = pb::Footer::decode(footer_bytes.as_slice())
             .map_err(|e| Error::corrupt(format!("footer does not parse: {e}")))?;
         let (schema, page_starts) = validate_footer(&footer, footer_start)?;
+        let layouts = footer
+            .columns
+            .iter()
+            .map(|c| c.pages.iter().map(|_| OnceLock::new()).collect())
+            .collect();
         Ok(Self {
             source,
             footer,
             schema,
             page_starts,
+            layouts,
             verify_checksums: true,
         })
     }
@@ -136,6 +146,16 @@ impl<R: Read + Seek> FileReader<R> {
         })
     }
 
+    /// The validated layout of page `index` of `column`, parsed on first use.
+    fn layout(&self, column: usize, index: usize, width: usize) -> Result<&PageLayout> {
+        let cell = &self.layouts[column][index];
+        if let Some(layout) = cell.get() {
+            return Ok(layout);
+        }
+        let layout = page_layout(&self.footer.columns[column].pages[index], width)?;
+        Ok(cell.get_or_init(|| layout))
+    }
+
     /// Reads a whole column.
     pub fn read_column(&mut self, column: usize) -> Result<ArrayRef> {
         let rows = self.footer.num_rows;
@@ -167,7 +187,9 @@ impl<R: Read + Seek> FileReader<R> {
         let mut plans = Vec::new();
         for index in first..end.max(first) {
             let page = &self.footer.columns[column].pages[index];
-            let layout = page_layout(page, width).map_err(|e| in_page(e, &field, index))?;
+            let layout = self
+                .layout(column, index, width)
+                .map_err(|e| in_page(e, &field, index))?;
             if !field.is_nullable() && layout.chunks().iter().any(|c| c.has_validity) {
                 // Decoding would drop the nulls the chunks record: a footer that says
                 // otherwise is damaged, not a reason to alter the data.
@@ -203,7 +225,7 @@ impl<R: Read + Seek> FileReader<R> {
             let lo = rows.start.max(page_start) - page_start;
             let hi = rows.end.min(starts[index + 1]) - page_start;
             if lo < hi {
-                plans.push((index, layout, lo as usize..hi as usize));
+                plans.push((index, lo as usize..hi as usize));
             }
         }
         let len = usize::try_from(rows.end - rows.start)
@@ -212,7 +234,7 @@ impl<R: Read + Seek> FileReader<R> {
         // the buffer grows only as chunks really decode.
         let stored: u64 = plans
             .iter()
-            .map(|(_, layout, _)| layout.data_len() as u64)
+            .map(|(index, _)| self.footer.columns[column].pages[*index].length)
             .sum();
         let reserve = checked_len(len, width)?.min(
             usize::try_from(
@@ -227,11 +249,15 @@ impl<R: Read + Seek> FileReader<R> {
             .is_nullable()
             .then(|| BooleanBufferBuilder::new(len.min(reserve)));
         let mut buffer = Vec::new();
-        for (index, layout, local) in plans {
-            self.read_page_rows(
-                column,
-                index,
+        for (index, local) in plans {
+            let layout = self.layouts[column][index]
+                .get()
+                .expect("every planned page's layout was parsed above");
+            read_page_rows(
+                &mut self.source,
+                &self.footer.columns[column].pages[index],
                 layout,
+                self.verify_checksums,
                 local,
                 &data_type,
                 &mut buffer,
@@ -241,80 +267,6 @@ impl<R: Read + Seek> FileReader<R> {
             .map_err(|e| in_page(e, &field, index))?;
         }
         build_array(&data_type, values, len, validity)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn read_page_rows(
-        &mut self,
-        column: usize,
-        index: usize,
-        layout: PageLayout,
-        local: Range<usize>,
-        data_type: &DataType,
-        buffer: &mut Vec<u8>,
-        out: &mut MutableBuffer,
-        validity: Option<&mut BooleanBufferBuilder>,
-    ) -> Result<()> {
-        let page = &self.footer.columns[column].pages[index];
-        let encoding: &ArrayEncoding = page
-            .encoding
-            .as_ref()
-            .ok_or_else(|| Error::corrupt("page has no encoding"))?;
-        let decompressor = decompressor_for(encoding)?;
-        if local.start == 0 && local.end == layout.num_values() {
-            buffer.resize(layout.data_len(), 0);
-            read_exact_at(&mut self.source, page.offset, buffer)?;
-            if self.verify_checksums && crc32c::crc32c(buffer) != page.crc32c {
-                return Err(Error::corrupt(
-                    "page checksum mismatch: the page's bytes are damaged",
-                ));
-            }
-            let decoder = PageDecoder::with_layout(decompressor, layout, buffer)?
-                .with_data_type(data_type)?;
-            return decoder.decode_append(local, out, validity);
-        }
-        // Only the chunks the rows overlap, each checked against its own CRC32C; a page
-        // written without chunk checksums is read whole so that its page CRC32C covers
-        // what is returned.
-        let chunks = layout.chunks_for_rows(local.clone());
-        let whole_page = self.verify_checksums && page.chunk_crc32c.is_empty();
-        let bytes = if whole_page {
-            0..layout.data_len()
-        } else {
-            layout.byte_range(chunks.clone())
-        };
-        buffer.resize(bytes.len(), 0);
-        read_exact_at(&mut self.source, page.offset + bytes.start as u64, buffer)?;
-        if whole_page {
-            if crc32c::crc32c(buffer) != page.crc32c {
-                return Err(Error::corrupt(
-                    "page checksum mismatch: the page's bytes are damaged",
-                ));
-            }
-            let decoder = PageDecoder::with_layout(decompressor, layout, buffer)?
-                .with_data_type(data_type)?;
-            return decoder.decode_append(local, out, validity);
-        }
-        if self.verify_checksums {
-            for (index, chunk) in layout.chunks()[chunks.clone()].iter().enumerate() {
-                let at = chunk.offset - bytes.start..chunk.offset - bytes.start + chunk.num_bytes;
-                if crc32c::crc32c(&buffer[at]) != page.chunk_crc32c[chunks.start + index] {
-                    return Err(Error::corrupt(format!(
-                        "chunk {} checksum mismatch: the chunk's bytes are damaged",
-                        chunks.start + index
-                    )));
-                }
-            }
-        }
-        let (first_row, num_values, table) = layout.sub_page(chunks);
-        let decoder =
-            PageDecoder::from_parts(encoding, num_values, &table, layout.format(), buffer)?
-                .with_data_type(data_type)?;
-        decoder.decode_append(
-            local.start - first_row..local.end - first_row,
-            out,
-            validity,
-        )
     }
 
     /// Checks the whole file: every page's CRC32C, every chunk's CRC32C where the footer has
@@ -485,6 +437,8 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
 /// A footer page's validated chunk table, checked against its encoding (whose width must
 /// be the column's, `width` bytes).
 pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
+    #[cfg(test)]
+    tests::PARSES.with(|n| n.set(n.get() + 1));
     let encoding = page
         .encoding
         .as_ref()
@@ -502,6 +456,80 @@ pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
         &page.chunk_table,
         format,
         decompressor.as_ref(),
+    )
+}
+
+/// Decodes rows `local` of `page` (laid out as `layout`) from `source`, appending them:
+/// the whole page when all its rows are asked, else only the chunks they overlap.
+#[allow(clippy::too_many_arguments)]
+fn read_page_rows<R: Read + Seek>(
+    source: &mut R,
+    page: &pb::Page,
+    layout: &PageLayout,
+    verify_checksums: bool,
+    local: Range<usize>,
+    data_type: &DataType,
+    buffer: &mut Vec<u8>,
+    out: &mut MutableBuffer,
+    validity: Option<&mut BooleanBufferBuilder>,
+) -> Result<()> {
+    let encoding: &ArrayEncoding = page
+        .encoding
+        .as_ref()
+        .ok_or_else(|| Error::corrupt("page has no encoding"))?;
+    let decompressor = decompressor_for(encoding)?;
+    if local.start == 0 && local.end == layout.num_values() {
+        buffer.resize(layout.data_len(), 0);
+        read_exact_at(source, page.offset, buffer)?;
+        if verify_checksums && crc32c::crc32c(buffer) != page.crc32c {
+            return Err(Error::corrupt(
+                "page checksum mismatch: the page's bytes are damaged",
+            ));
+        }
+        let decoder =
+            PageDecoder::with_layout(decompressor, layout, buffer)?.with_data_type(data_type)?;
+        return decoder.decode_append(local, out, validity);
+    }
+    // Only the chunks the rows overlap, each checked against its own CRC32C; a page
+    // written without chunk checksums is read whole so that its page CRC32C covers
+    // what is returned.
+    let chunks = layout.chunks_for_rows(local.clone());
+    let whole_page = verify_checksums && page.chunk_crc32c.is_empty();
+    let bytes = if whole_page {
+        0..layout.data_len()
+    } else {
+        layout.byte_range(chunks.clone())
+    };
+    buffer.resize(bytes.len(), 0);
+    read_exact_at(source, page.offset + bytes.start as u64, buffer)?;
+    if whole_page {
+        if crc32c::crc32c(buffer) != page.crc32c {
+            return Err(Error::corrupt(
+                "page checksum mismatch: the page's bytes are damaged",
+            ));
+        }
+        let decoder =
+            PageDecoder::with_layout(decompressor, layout, buffer)?.with_data_type(data_type)?;
+        return decoder.decode_append(local, out, validity);
+    }
+    if verify_checksums {
+        for (index, chunk) in layout.chunks()[chunks.clone()].iter().enumerate() {
+            let at = chunk.offset - bytes.start..chunk.offset - bytes.start + chunk.num_bytes;
+            if crc32c::crc32c(&buffer[at]) != page.chunk_crc32c[chunks.start + index] {
+                return Err(Error::corrupt(format!(
+                    "chunk {} checksum mismatch: the chunk's bytes are damaged",
+                    chunks.start + index
+                )));
+            }
+        }
+    }
+    let (first_row, sub_layout) = layout.sub_layout(chunks);
+    let decoder =
+        PageDecoder::with_layout(decompressor, sub_layout, buffer)?.with_data_type(data_type)?;
+    decoder.decode_append(
+        local.start - first_row..local.end - first_row,
+        out,
+        validity,
     )
 }
 
@@ -551,5 +579,57 @@ fn io_error(source: std::io::Error, context: &str) -> Error {
     Error::Io {
         context: context.to_owned(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::io::Cursor;
+    use std::sync::Arc;
+
+    use arrow_array::{Array, Float32Array, RecordBatch};
+
+    use super::*;
+    use crate::file::{FileWriter, WriteOptions};
+    use crate::Encoding;
+
+    thread_local! {
+        /// Chunk tables parsed on this thread.
+        pub(super) static PARSES: Cell<usize> = const { Cell::new(0) };
+    }
+
+    #[test]
+    fn each_chunk_table_is_parsed_once_however_many_reads() {
+        let values: Vec<f32> = (0..10_000).map(|i| (i as f32 * 0.01).sin()).collect();
+        let array = Arc::new(Float32Array::from(values.clone()));
+        let batch = RecordBatch::try_from_iter([("x", array as Arc<dyn Array>)]).unwrap();
+        let mut bytes = Vec::new();
+        let options = WriteOptions {
+            page_values: Some(4096),
+            ..WriteOptions::default()
+        }
+        .with_strategy(Encoding::BssLz4);
+        let mut writer = FileWriter::try_new(&mut bytes, &batch.schema(), options).unwrap();
+        writer.write_batch(&batch).unwrap();
+        writer.finish().unwrap();
+        let mut reader = FileReader::open(Cursor::new(bytes)).unwrap();
+        let before = PARSES.with(Cell::get);
+        // Ranges inside one page, across two, whole pages, the whole column, repeatedly.
+        for _ in 0..3 {
+            for rows in [10..20, 4000..4200, 4096..8192, 0..10_000, 9_999..10_000] {
+                let got = reader.read_column_range(0, rows.clone()).unwrap();
+                let got = got.as_any().downcast_ref::<Float32Array>().unwrap();
+                let want = &values[rows.start as usize..rows.end as usize];
+                assert!(got
+                    .values()
+                    .iter()
+                    .zip(want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()));
+                assert_eq!(got.len(), want.len());
+            }
+        }
+        // three pages, three parses
+        assert_eq!(PARSES.with(Cell::get) - before, 3);
     }
 }

@@ -8,6 +8,8 @@ use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, Scal
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
 
+use std::borrow::Cow;
+
 use super::layout::{ChunkLocation, PageLayout};
 use super::{value_width, ChunkTableFormat, WIDE_HEADER_BIT};
 use crate::encodings::{checked_len, decompressor_for, ChunkStorage, MiniBlockDecompressor};
@@ -31,7 +33,8 @@ pub struct PageDecoder<'a> {
     decompressor: Box<dyn MiniBlockDecompressor>,
     data_type: DataType,
     width: usize,
-    layout: PageLayout,
+    /// Borrowed from a reader's cache, or owned when parsed here.
+    layout: Cow<'a, PageLayout>,
     data: &'a [u8],
 }
 
@@ -99,9 +102,10 @@ impl<'a> PageDecoder<'a> {
     /// natural type of the width: Float16/32/64, or `FixedSizeBinary(width)`.
     pub fn with_layout(
         decompressor: Box<dyn MiniBlockDecompressor>,
-        layout: PageLayout,
+        layout: impl Into<Cow<'a, PageLayout>>,
         data: &'a [u8],
     ) -> Result<Self> {
+        let layout = layout.into();
         let width = decompressor.value_width();
         let data_type = match width {
             2 => DataType::Float16,

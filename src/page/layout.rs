@@ -38,6 +38,18 @@ pub struct PageLayout {
     format: ChunkTableFormat,
 }
 
+impl From<PageLayout> for std::borrow::Cow<'_, PageLayout> {
+    fn from(layout: PageLayout) -> Self {
+        std::borrow::Cow::Owned(layout)
+    }
+}
+
+impl<'a> From<&'a PageLayout> for std::borrow::Cow<'a, PageLayout> {
+    fn from(layout: &'a PageLayout) -> Self {
+        std::borrow::Cow::Borrowed(layout)
+    }
+}
+
 impl PageLayout {
     /// Parses and validates a chunk table of `format` for a page of `num_values` values
     /// that `decompressor` decodes (its value width and its largest expansion bound what
@@ -118,23 +130,37 @@ impl PageLayout {
         }
     }
 
-    /// Chunks `chunks` as a page of their own: the first row they hold in this page, their
-    /// value count, and their chunk table (the last entry recording log 0). Decoding that
-    /// table with the bytes of [`byte_range`](Self::byte_range) gives those chunks' rows.
-    pub fn sub_page(&self, chunks: Range<usize>) -> (usize, u64, Vec<u8>) {
+    /// Chunks `chunks` (which must be in range) as a page of their own: the first row
+    /// they hold in this page, and their layout, rows and bytes counted from their start,
+    /// to decode with the bytes of [`byte_range`](Self::byte_range). Taken from this
+    /// validated layout, it needs no table written and parsed again.
+    pub fn sub_layout(&self, chunks: Range<usize>) -> (usize, PageLayout) {
         let span = self.chunks.get(chunks).unwrap_or(&[]);
         let first_row = span.first().map_or(0, |c| c.first_row);
-        let num_values: usize = span.iter().map(|c| c.num_values).sum();
-        let mut table = Vec::with_capacity(span.len() * self.format.entry_bytes());
-        for (i, chunk) in span.iter().enumerate() {
-            let mut meta = chunk.meta;
-            if i + 1 == span.len() {
-                meta.log_num_values = 0;
-            }
-            meta.write(self.format, &mut table)
-                .expect("entries read in this format fit it");
+        let first_byte = span.first().map_or(0, |c| c.offset);
+        let mut located: Vec<ChunkLocation> = span
+            .iter()
+            .map(|c| ChunkLocation {
+                offset: c.offset - first_byte,
+                first_row: c.first_row - first_row,
+                ..*c
+            })
+            .collect();
+        // As in a page's own table, the last entry records log 0: its count is the rest.
+        if let Some(last) = located.last_mut() {
+            last.meta.log_num_values = 0;
         }
-        (first_row, num_values as u64, table)
+        let num_values = span.iter().map(|c| c.num_values).sum();
+        let data_len = located.last().map_or(0, |c| c.offset + c.num_bytes);
+        (
+            first_row,
+            PageLayout {
+                chunks: located,
+                num_values,
+                data_len,
+                format: self.format,
+            },
+        )
     }
 
     /// The chunk table entries, in order.
