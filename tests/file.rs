@@ -282,3 +282,124 @@ fn parallel_and_serial_writers_write_the_same_bytes() {
         assert_eq!(write(false), write(true), "{strategy}");
     }
 }
+
+#[test]
+fn scans_stream_projected_batches_of_the_rows_asked() {
+    use arrow_array::RecordBatchReader;
+    use miniblock::file::ScanOptions;
+    let options = WriteOptions {
+        page_values: Some(10_240),
+        ..WriteOptions::default()
+    };
+    let (a, b) = columns(50_000);
+    let metadata: std::collections::HashMap<String, String> =
+        [("origin".to_owned(), "test".to_owned())].into();
+    let schema = Arc::new(Schema::new_with_metadata(
+        vec![
+            Field::new("a", DataType::Float32, true)
+                .with_metadata([("unit".to_owned(), "K".to_owned())].into()),
+            Field::new("b", DataType::Float64, false),
+        ],
+        metadata.clone(),
+    ));
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema.clone(), vec![a.clone(), b.clone()]).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    let open = || FileReader::open(Cursor::new(bytes.clone())).unwrap();
+    // b then a, 7,000 rows a batch, rows 1,234..45,678: batches cut across pages
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = FileReader::open(Counting {
+        inner: Cursor::new(bytes.clone()),
+        read: read.clone(),
+    })
+    .unwrap();
+    let scan = counted
+        .scan(&ScanOptions {
+            columns: Some(vec![1, 0]),
+            batch_rows: 7_000,
+            rows: Some(1_234..45_678),
+        })
+        .unwrap();
+    let out_schema = scan.schema();
+    assert_eq!(out_schema.field(0).name(), "b");
+    assert_eq!(out_schema.field(1).metadata()["unit"], "K");
+    assert_eq!(out_schema.metadata(), &metadata);
+    let batches: Vec<RecordBatch> = scan.map(Result::unwrap).collect();
+    let sizes: Vec<usize> = batches.iter().map(RecordBatch::num_rows).collect();
+    assert_eq!(sizes, [7_000, 7_000, 7_000, 7_000, 7_000, 7_000, 2_444]);
+    let mut row = 1_234;
+    for batch in &batches {
+        let n = batch.num_rows();
+        common::assert_same_bits(&b.slice(row, n), batch.column(0).as_ref(), "b");
+        common::assert_same_bits(&a.slice(row, n), batch.column(1).as_ref(), "a");
+        row += n;
+    }
+    // only column a: none of b's bytes are read
+    let only_a = open()
+        .scan(&ScanOptions {
+            columns: Some(vec![0]),
+            ..ScanOptions::default()
+        })
+        .unwrap();
+    let got: Vec<RecordBatch> = only_a.map(Result::unwrap).collect();
+    assert_eq!(got.iter().map(RecordBatch::num_rows).sum::<usize>(), 50_000);
+    read.store(0, Ordering::SeqCst);
+    let counted = FileReader::open(Counting {
+        inner: Cursor::new(bytes.clone()),
+        read: read.clone(),
+    })
+    .unwrap();
+    let footer = read.swap(0, Ordering::SeqCst);
+    let a_bytes: u64 = counted.footer().columns[0]
+        .pages
+        .iter()
+        .map(|p| p.length)
+        .sum();
+    let _: Vec<RecordBatch> = counted
+        .scan(&ScanOptions {
+            columns: Some(vec![0]),
+            ..ScanOptions::default()
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(read.load(Ordering::SeqCst), a_bytes, "footer {footer}");
+    // no columns: batches of row counts only
+    let counts: Vec<usize> = open()
+        .scan(&ScanOptions {
+            columns: Some(vec![]),
+            batch_rows: 20_000,
+            rows: None,
+        })
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .collect();
+    assert_eq!(counts, [20_000, 20_000, 10_000]);
+    // bad requests are errors, not panics
+    for bad in [
+        ScanOptions {
+            columns: Some(vec![2]),
+            ..ScanOptions::default()
+        },
+        ScanOptions {
+            batch_rows: 0,
+            ..ScanOptions::default()
+        },
+        ScanOptions {
+            rows: Some(10..50_001),
+            ..ScanOptions::default()
+        },
+        ScanOptions {
+            #[allow(clippy::reversed_empty_ranges)]
+            rows: Some(10..5),
+            ..ScanOptions::default()
+        },
+    ] {
+        assert_eq!(
+            open().scan(&bad).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
+    }
+}

@@ -41,10 +41,12 @@
 //! ```
 
 mod reader;
+mod scan;
 mod types;
 mod writer;
 
 pub use reader::{page_layout, FileReader, VerifySummary};
+pub use scan::{FileBatches, ScanOptions};
 pub use writer::{FileWriter, WriteOptions};
 
 /// Magic bytes at both ends of a file.
