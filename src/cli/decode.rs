@@ -4,12 +4,11 @@ use std::fs::File;
 use std::io::BufReader;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, RecordBatch, RecordBatchReader};
 use arrow_schema::DataType;
 use clap::ValueEnum;
-use miniblock::file::FileReader;
+use miniblock::file::{FileReader, ScanOptions};
 use miniblock::page::value_width;
 
 use super::progress::{Progress, Unit};
@@ -38,7 +37,7 @@ pub enum Format {
 }
 
 /// Rows per batch when writing a table.
-const TABLE_STEP_ROWS: u64 = 1 << 17;
+const TABLE_STEP_ROWS: usize = 1 << 17;
 
 /// Arguments of `decode`.
 #[derive(Debug, clap::Args)]
@@ -188,7 +187,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let shown = args.input.display().to_string();
     let file =
         File::open(&args.input).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
-    let mut reader = FileReader::open(BufReader::new(file))
+    let reader = FileReader::open(BufReader::new(file))
         .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
     let schema = reader.schema().clone();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
@@ -221,26 +220,6 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         Some(text) => parse_rows(text, reader.num_rows())?,
         None => 0..reader.num_rows(),
     };
-    // Decoded in steps, so memory stays at one step whatever the file's size: a single
-    // column page by page, a table in batches of rows.
-    let mut steps = Vec::new();
-    if table {
-        let mut row = rows.start;
-        while row < rows.end {
-            let end = (row + TABLE_STEP_ROWS).min(rows.end);
-            steps.push(row..end);
-            row = end;
-        }
-    } else {
-        let mut row = 0u64;
-        for page in &reader.footer().columns[columns[0]].pages {
-            let (lo, hi) = (row.max(rows.start), (row + page.num_values).min(rows.end));
-            if lo < hi {
-                steps.push(lo..hi);
-            }
-            row += page.num_values;
-        }
-    }
     let widths = columns
         .iter()
         .map(|&c| value_width(schema.field(c).data_type()))
@@ -251,23 +230,30 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let bar = Progress::start("decoding", (rows.end - rows.start) * row_bytes, Unit::Bytes);
     let len =
         usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
-    let out_schema = Arc::new(
-        schema
-            .project(&columns)
-            .map_err(|e| CliError::new(e.to_string()))?,
-    );
+    // Decoded in batches of rows, so memory stays at one batch whatever the file's size.
+    let mut batches = reader
+        .scan(&ScanOptions {
+            columns: Some(columns.clone()),
+            batch_rows: TABLE_STEP_ROWS,
+            rows: Some(rows.clone()),
+        })
+        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let out_schema = batches.schema();
     let out_shown = output.display().to_string();
     let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
     let mut nulls_as_zero = 0usize;
     output::write_output(&output, &[&args.input], args.output.force, |sink| {
-        let mut read = |step: Range<u64>| -> Result<RecordBatch, CliError> {
-            let arrays = columns
-                .iter()
-                .map(|&c| reader.read_column_range(c, step.clone()))
-                .collect::<Result<Vec<ArrayRef>, _>>()
-                .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
-            bar.inc((step.end - step.start) * row_bytes);
-            RecordBatch::try_new(out_schema.clone(), arrays).map_err(|e| write_err(&e))
+        let mut next = || -> Option<Result<RecordBatch, CliError>> {
+            let batch = batches.next()?.map_err(|e| match e {
+                arrow_schema::ArrowError::ExternalError(inner) => {
+                    CliError::new(format!("{shown}: {inner}"))
+                }
+                other => CliError::new(format!("{shown}: {other}")),
+            });
+            if let Ok(batch) = &batch {
+                bar.inc(batch.num_rows() as u64 * row_bytes);
+            }
+            Some(batch)
         };
         match format {
             Format::Raw | Format::Npy => {
@@ -276,8 +262,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                     sink.write_all(&output::npy_header(&descr, len))
                         .map_err(|e| output::write_error(&output, &e))?;
                 }
-                for step in steps {
-                    let batch = read(step)?;
+                while let Some(batch) = next() {
+                    let batch = batch?;
                     let array = batch.column(0);
                     nulls_as_zero += array.null_count();
                     sink.write_all(&le_bytes(array.as_ref()))
@@ -287,8 +273,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             Format::Arrow => {
                 let mut writer = arrow_ipc::writer::FileWriter::try_new(&mut *sink, &out_schema)
                     .map_err(|e| write_err(&e))?;
-                for step in steps {
-                    writer.write(&read(step)?).map_err(|e| write_err(&e))?;
+                while let Some(batch) = next() {
+                    writer.write(&batch?).map_err(|e| write_err(&e))?;
                 }
                 writer.finish().map_err(|e| write_err(&e))?;
             }
@@ -304,8 +290,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                     Some(props),
                 )
                 .map_err(|e| write_err(&e))?;
-                for step in steps {
-                    writer.write(&read(step)?).map_err(|e| write_err(&e))?;
+                while let Some(batch) = next() {
+                    writer.write(&batch?).map_err(|e| write_err(&e))?;
                 }
                 writer.close().map_err(|e| write_err(&e))?;
             }

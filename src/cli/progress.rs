@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use clap::ValueEnum;
-use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// When progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -138,9 +138,26 @@ impl Progress {
         bar
     }
 
+    /// `n` units as text, bytes in the binary unit of the total so that both sides of
+    /// a line read in one unit.
     fn amount(&self, n: u64) -> String {
         match self.unit {
-            Unit::Bytes => HumanBytes(n).to_string(),
+            Unit::Bytes => {
+                const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+                let mut scale = 0;
+                while scale + 1 < UNITS.len() && self.total >= 1024u64.pow(scale as u32 + 1) {
+                    scale += 1;
+                }
+                if scale == 0 {
+                    format!("{n} B")
+                } else {
+                    format!(
+                        "{:.2} {}",
+                        n as f64 / (1u64 << (10 * scale)) as f64,
+                        UNITS[scale]
+                    )
+                }
+            }
             Unit::Items(name) => format!("{n} {name}"),
         }
     }
