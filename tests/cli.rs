@@ -1277,8 +1277,14 @@ fn progress_counts_one_unit_against_its_total_and_ends_at_it() {
     let raw = write_raw_f32(dir.path(), "v.f32", &values);
     let parquet = dir.path().join("t.parquet");
     write_parquet(&parquet, &mixed_batch());
-    let check = |stderr: &str, what: &str| {
-        let lines = progress_lines(stderr, what);
+    // Runs `args` with `--progress always`; returns the total its `what` lines end at.
+    let total = |what: &str, args: &[&str]| {
+        let mut all = vec!["--progress", "always"];
+        all.extend_from_slice(args);
+        let out = miniblock(&all);
+        assert!(out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        let lines = progress_lines(&stderr, what);
         assert!(!lines.is_empty(), "no {what} progress in {stderr}");
         let (last_percent, last_done, last_total) = *lines.last().unwrap();
         // Ends at its total, and never counts past it; both sides in one unit.
@@ -1296,64 +1302,36 @@ fn progress_counts_one_unit_against_its_total_and_ends_at_it() {
         }
         last_total.to_owned()
     };
-    // encode: bytes of values, raw and Parquet (not the file's compressed size)
-    let out = miniblock(&[
-        "--progress",
-        "always",
-        "encode",
-        s(&raw),
-        "-o",
-        s(&dir.path().join("v.mb")),
-    ]);
-    assert!(out.status.success());
+    let (mb, table, back) = (
+        dir.path().join("v.mb"),
+        dir.path().join("t.mb"),
+        dir.path().join("back.f32"),
+    );
+    // encode: bytes of values, raw and Parquet (not the file's compressed size); Parquet
+    // has 3000 rows of f32 + f64 (the string column is skipped)
     assert_eq!(
-        check(&String::from_utf8_lossy(&out.stderr), "encoding"),
+        total("encoding", &["encode", s(&raw), "-o", s(&mb)]),
         "2.29 MiB"
     );
-    let out = miniblock(&[
-        "--progress",
-        "always",
-        "encode",
-        s(&parquet),
-        "-o",
-        s(&dir.path().join("t.mb")),
-    ]);
-    assert!(out.status.success());
-    // 3000 rows of f32 + f64 (the string column is skipped)
     assert_eq!(
-        check(&String::from_utf8_lossy(&out.stderr), "encoding"),
+        total("encoding", &["encode", s(&parquet), "-o", s(&table)]),
         "35.16 KiB"
     );
     // decode: decoded bytes against the decoded total
-    let out = miniblock(&[
-        "--progress",
-        "always",
-        "decode",
-        s(&dir.path().join("v.mb")),
-        "-o",
-        s(&dir.path().join("back.f32")),
-    ]);
-    assert!(out.status.success());
     assert_eq!(
-        check(&String::from_utf8_lossy(&out.stderr), "decoding"),
+        total("decoding", &["decode", s(&mb), "-o", s(&back)]),
         "2.29 MiB"
     );
     // compare: measurements against the measurements planned
-    let out = miniblock(&[
-        "--progress",
-        "always",
+    let compare = [
         "compare",
         s(&raw),
         "--runs",
         "1",
         "--encoding",
         "lz4,bss+zstd,auto",
-    ]);
-    assert!(out.status.success());
-    assert_eq!(
-        check(&String::from_utf8_lossy(&out.stderr), "measuring v"),
-        "6 measurements"
-    );
+    ];
+    assert_eq!(total("measuring v", &compare), "6 measurements");
     // -q: no progress, no summary
     let out = miniblock(&[
         "-q",
@@ -1469,6 +1447,10 @@ fn flags_follow_the_conventions() {
         ok(&["inspect", s(&feather)]).contains("an Arrow IPC file")
             || ok(&["inspect", s(&feather)]).contains("a Arrow IPC file")
     );
+    // a miniblock file is inspected as one whatever its name says
+    let named_arrow = dir.path().join("really_miniblock.arrow");
+    ok(&["encode", s(&raw), "-o", s(&named_arrow)]);
+    assert!(ok(&["inspect", s(&named_arrow)]).contains("values: min"));
     let json: serde_json::Value =
         serde_json::from_str(&ok(&["inspect", s(&parquet), "--json"])).unwrap();
     assert_eq!(

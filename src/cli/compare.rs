@@ -519,7 +519,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             .iter()
             .map(|&w| {
                 let page_values = args.page_values.map_or((1 << 20) / w, |n| n as usize);
-                PageSample::new(page_values, w, args.sample_mib << 20)
+                PageSample::new(page_values, w, args.sample_mib.saturating_mul(1 << 20))
             })
             .collect();
         while let Some(batch) = input.next_batch() {

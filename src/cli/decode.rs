@@ -227,7 +227,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         .map_err(|e| CliError::new(e.to_string()))?;
     let row_bytes: u64 = widths.iter().map(|&w| w as u64).sum();
     // The bar counts decoded bytes against the decoded total.
-    let bar = Progress::start("decoding", (rows.end - rows.start) * row_bytes, Unit::Bytes);
+    let bar = Progress::start(
+        "decoding",
+        (rows.end - rows.start).saturating_mul(row_bytes),
+        Unit::Bytes,
+    );
     let len =
         usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
     // Decoded in batches of rows, so memory stays at one batch whatever the file's size.

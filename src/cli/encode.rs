@@ -87,7 +87,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // Bytes of values against the values' total when the input says how many rows it has,
     // else batches against its batch count (an IPC file), else nothing (a stream).
     let bar = match input.size {
-        Some(input::Size::Rows(rows)) => Progress::start("encoding", rows * row_bytes, Unit::Bytes),
+        Some(input::Size::Rows(rows)) => {
+            Progress::start("encoding", rows.saturating_mul(row_bytes), Unit::Bytes)
+        }
         Some(input::Size::Batches(n)) => Progress::start("encoding", n, Unit::Items("batches")),
         None => Progress::start("encoding", 0, Unit::Bytes),
     };
@@ -141,7 +143,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         return Ok(());
     }
     let written = std::fs::metadata(&output).map_or(0, |m| m.len());
-    let raw = rows * row_bytes;
+    let raw = rows.saturating_mul(row_bytes);
     say!(
         "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}",
         schema.fields().len(),

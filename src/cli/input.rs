@@ -627,10 +627,13 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default();
+    if magic.starts_with(&miniblock::file::MAGIC) {
+        return Ok(None);
+    }
+    std::io::Seek::rewind(&mut file)
+        .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
     if magic.starts_with(b"PAR1") {
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-        let file =
-            File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(file)
             .map_err(|e| CliError::new(format!("{shown}: a damaged Parquet file: {e}")))?;
         return Ok(Some(Foreign {
@@ -641,8 +644,6 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
     }
     let ipc_by_name = matches!(ext.as_str(), "arrow" | "arrows" | "feather" | "ipc");
     if magic.starts_with(b"ARROW1") || ipc_by_name {
-        let file =
-            File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
         let (format, schema) = if magic.starts_with(b"ARROW1") {
             let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
                 .map_err(|e| CliError::new(format!("{shown}: a damaged Arrow IPC file: {e}")))?;

@@ -113,7 +113,7 @@ impl<R: Read + Seek> Iterator for FileBatches<R> {
         if self.next >= self.end {
             return None;
         }
-        let rows = self.next..(self.next + self.batch_rows).min(self.end);
+        let rows = self.next..self.next.saturating_add(self.batch_rows).min(self.end);
         let batch = self.batch(rows.clone());
         // After an error the stream ends: the next call would meet the same damage.
         self.next = if batch.is_ok() { rows.end } else { self.end };
