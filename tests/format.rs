@@ -6,10 +6,10 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array};
 use miniblock::encodings::{
     decompressor_for, ByteStreamSplitDecompressor, ByteStreamSplitEncoder, ChunkStorage,
-    FlatEncoder, MiniBlockCompressor, MiniBlockDecompressor,
+    DeltaEncoder, FlatEncoder, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use miniblock::proto::encodings::{
-    array_encoding, ArrayEncoding, ByteStreamSplit, Compression, Flat, GeneralMiniBlock,
+    array_encoding, ArrayEncoding, ByteStreamSplit, Compression, Delta, Flat, GeneralMiniBlock,
 };
 use miniblock::{encode_page, Encoding, ErrorKind, PageDecoder};
 use prost::Message;
@@ -153,6 +153,38 @@ fn widths_that_are_not_whole_bytes_are_refused() {
             err.to_string().contains(&array.data_type().to_string()),
             "{err}"
         );
+    }
+}
+
+#[test]
+fn delta_takes_whole_integer_widths_only() {
+    let delta = |bits| ArrayEncoding {
+        array_encoding: Some(array_encoding::ArrayEncoding::Delta(Delta {
+            bits_per_value: bits,
+        })),
+    };
+    for bits in [0u64, 7, 24, 40, 128, 256, u64::MAX] {
+        let err = decompressor_for(&delta(bits)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{bits}: {err}");
+        assert!(DeltaEncoder::try_new(bits).is_err(), "{bits}");
+    }
+    for bits in [8u64, 16, 32, 64] {
+        let encoder = DeltaEncoder::try_new(bits).unwrap();
+        assert_eq!(encoder.array_encoding(), delta(bits));
+        let decompressor = decompressor_for(&delta(bits)).unwrap();
+        assert_eq!(decompressor.value_width() as u64 * 8, bits);
+        for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd] {
+            let message = encoding.compressor(bits).unwrap().array_encoding();
+            assert_eq!(Encoding::of(&message), Some(encoding));
+            assert!(decompressor_for(&message).is_ok());
+        }
+    }
+    // Delta alone is a valid inner encoding but not one of the encodings a page is
+    // written with.
+    assert_eq!(Encoding::of(&delta(32)), None);
+    for width in [3, 5, 16, 32] {
+        assert!(!Encoding::DeltaZstd.supports_width(width));
+        assert!(Encoding::DeltaZstd.compressor(width as u64 * 8).is_err());
     }
 }
 

@@ -3,7 +3,7 @@
 //! types, each decoded and compared with the bytes it must give. A change of the page or
 //! file format fails here. Each set is frozen once written: `v1` holds the six encodings
 //! of byte stream split and general compression, `v2` adds the ALP encodings (and its
-//! `auto` column file may use them); both must decode forever.
+//! `auto` column file may use them), `v3` the delta encodings; all must decode forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -17,7 +17,7 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 2] = [("v1", 6), ("v2", Encoding::ALL.len())];
+const VERSIONS: [(&str, usize); 3] = [("v1", 6), ("v2", 9), ("v3", Encoding::ALL.len())];
 
 fn dir(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,14 +27,18 @@ fn dir(version: &str) -> PathBuf {
 
 /// A golden file of `version`. A set holds only the files that differ from the set
 /// before it (`examples/golden.rs` writes them all; identical ones are not kept twice),
-/// so a name missing from `v2` is read from `v1`.
+/// so a name missing from a set is read from the newest set before it that has it.
 fn read_in(version: &str, name: &str) -> Vec<u8> {
-    let path = dir(version).join(name);
-    let path = if !path.exists() && version == "v2" {
-        dir("v1").join(name)
-    } else {
-        path
-    };
+    let newest = VERSIONS
+        .iter()
+        .position(|(v, _)| *v == version)
+        .expect("a known version");
+    let path = VERSIONS[..=newest]
+        .iter()
+        .rev()
+        .map(|(v, _)| dir(v).join(name))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{name} is in no golden set up to {version}"));
     fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 

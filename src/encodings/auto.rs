@@ -8,8 +8,9 @@
 //! the whole page with every enabled encoding, exactly as the page would be encoded, and
 //! compares the sizes:
 //!
-//! - the default candidates are lz4, bss+lz4, zstd, bss+zstd and (for 4- and 8-byte
-//!   values) alp, alp+lz4 and alp+zstd; plain and bss can be
+//! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
+//!   values) delta+lz4 and delta+zstd and (for 4- and 8-byte values) alp, alp+lz4 and
+//!   alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
@@ -24,8 +25,8 @@
 //!   worth);
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
-//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, alp, alp+lz4,
-//!   zstd, bss+zstd, alp+zstd); walking from the fastest, a slower candidate replaces the current pick
+//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, delta+lz4, alp,
+//!   alp+lz4, zstd, bss+zstd, delta+zstd, alp+zstd); walking from the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
@@ -36,13 +37,15 @@
 //!
 //! ```
 //! use miniblock::encodings::{AutoChooser, AutoOptions, EncoderOptions, Encoding};
-//! // A smooth series: byte stream split plus a compressor wins.
+//! // A smooth series: byte stream split (of the values or of their differences) plus a
+//! // compressor wins.
 //! let values: Vec<u8> = (0..100_000)
 //!     .flat_map(|i| (1000.0 + (i as f32 / 500.0).sin()).to_le_bytes())
 //!     .collect();
 //! let chooser = AutoChooser::new(4, &EncoderOptions::default(), &AutoOptions::default())?;
 //! let choice = chooser.choose(&values)?;
-//! assert!(choice.encoding.splits() || choice.encoding.is_alp(), "{:?}", choice.encoding);
+//! let e = choice.encoding;
+//! assert!(e.splits() || e.is_delta() || e.is_alp(), "{e:?}");
 //! # Ok::<(), miniblock::Error>(())
 //! ```
 
@@ -63,11 +66,12 @@ pub const DEFAULT_MIN_GAIN: f64 = 0.03;
 /// Largest trial window: chunks above this size are sampled by their first bytes.
 const MAX_WINDOW_BYTES: usize = 16 * 1024;
 
-/// The default candidates: every encoding that can shrink values (the four compressed
-/// ones and the three ALP ones; ALP only for 4- and 8-byte values). Plain and BSS alone
-/// are never smaller than LZ4 over them (a chunk LZ4 cannot shrink is stored as it is,
-/// and decodes as a copy), so they are left out unless asked for.
-const DEFAULT_CANDIDATES: u16 = 0b1_1111_1100;
+/// The default candidates: every encoding that can shrink values (the compressed ones and
+/// the three ALP ones; ALP only for 4- and 8-byte values, delta for 1-, 2-, 4- and 8-byte
+/// ones). Plain and BSS alone are never smaller than LZ4 over them (a chunk LZ4 cannot
+/// shrink is stored as it is, and decodes as a copy), so they are left out unless asked
+/// for: they are the first two of [`SPEED_ORDER`].
+const DEFAULT_CANDIDATES: u16 = ((1 << SPEED_ORDER.len()) - 1) & !0b11;
 
 /// At most this many windows per page and stage.
 const MAX_WINDOWS: usize = 32;
@@ -154,15 +158,17 @@ fn rank(encoding: Encoding) -> usize {
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 9] = [
+const SPEED_ORDER: [Encoding; 11] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
     Encoding::BssLz4,
+    Encoding::DeltaLz4,
     Encoding::Alp,
     Encoding::AlpLz4,
     Encoding::Zstd,
     Encoding::BssZstd,
+    Encoding::DeltaZstd,
     Encoding::AlpZstd,
 ];
 

@@ -352,20 +352,26 @@ pub struct GeneralMiniBlockCompressor {
     scheme: CompressionScheme,
     level: Option<i32>,
     /// How the inner encoding lays out a chunk of one repeated value, for writing its LZ4
-    /// block directly (`repeats`); `None` for an inner encoding of variable size (ALP).
+    /// block directly (`repeats`); `None` for the others (ALP, delta).
     repeat_layout: Option<RepeatLayout>,
+    /// Whether the inner encoding's chunks vary in size (ALP), so each compressed chunk
+    /// starts with the inner chunk's size.
+    size_prefix: bool,
 }
 
 impl GeneralMiniBlockCompressor {
-    /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat, BSS or ALP
-    /// encoder); nesting general compression is refused.
+    /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat, BSS, ALP or
+    /// delta encoder); nesting general compression is refused.
     pub fn try_new(inner: Box<dyn MiniBlockCompressor>, scheme: CompressionScheme) -> Result<Self> {
-        let repeat_layout = match inner.array_encoding().array_encoding {
-            Some(array_encoding::ArrayEncoding::Flat(_)) => Some(RepeatLayout::Flat),
-            Some(array_encoding::ArrayEncoding::ByteStreamSplit(_)) => Some(RepeatLayout::Split),
-            Some(array_encoding::ArrayEncoding::Alp(_)) => None,
+        let (repeat_layout, size_prefix) = match inner.array_encoding().array_encoding {
+            Some(array_encoding::ArrayEncoding::Flat(_)) => (Some(RepeatLayout::Flat), false),
+            Some(array_encoding::ArrayEncoding::ByteStreamSplit(_)) => {
+                (Some(RepeatLayout::Split), false)
+            }
+            Some(array_encoding::ArrayEncoding::Alp(_)) => (None, true),
+            Some(array_encoding::ArrayEncoding::Delta(_)) => (None, false),
             _ => return Err(Error::invalid(
-                "the inner encoding of general compression must be flat, byte_stream_split or alp",
+                "the inner encoding of general compression must be flat, byte_stream_split, alp or delta",
             )),
         };
         Ok(Self {
@@ -373,6 +379,7 @@ impl GeneralMiniBlockCompressor {
             scheme,
             level: None,
             repeat_layout,
+            size_prefix,
         })
     }
 
@@ -444,7 +451,7 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
         let start = out.len();
         // An inner chunk of variable size is prefixed with its size, so the decoder knows
         // what to decompress to before it decompresses.
-        if self.repeat_layout.is_none() {
+        if self.size_prefix {
             let len = u32::try_from(scratch.len())
                 .map_err(|_| Error::invalid("an inner chunk over 4 GiB"))?;
             out.extend_from_slice(&len.to_le_bytes());
@@ -533,8 +540,9 @@ impl GeneralMiniBlockDecompressor {
     }
 
     /// Decompresses `chunk` into `scratch`: what the inner encoding wrote for `num_values`
-    /// values. That is `len` bytes for an inner encoding of fixed size; an inner encoding
-    /// of variable size (ALP) has its size in a u32 prefix, checked against the sizes the
+    /// values. That is `len` bytes for an inner encoding that stores values at their width,
+    /// the one size it allows for one of another fixed size (delta); an inner encoding of
+    /// variable size (ALP) has its size in a u32 prefix, checked against the sizes the
     /// inner encoding can take before anything is allocated.
     fn decompress_inner(
         &self,
@@ -546,6 +554,9 @@ impl GeneralMiniBlockDecompressor {
         let Some((min, max)) = self.inner.raw_len_range(num_values) else {
             return self.decompress_to_scratch(chunk, len, scratch);
         };
+        if min == max {
+            return self.decompress_to_scratch(chunk, min, scratch);
+        }
         let (prefix, body) = chunk.split_at_checked(4).ok_or_else(|| {
             Error::corrupt(format!(
                 "compressed chunk of {} bytes has no size prefix",

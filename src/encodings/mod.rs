@@ -12,6 +12,7 @@
 //! | [`flat`] | values as they are | `flat { bits_per_value }` |
 //! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
 //! | [`alp`] | decimal floats as integers, bit-packed or in byte streams, with exceptions | `alp { bits_per_value }` (ours: field 100) |
+//! | [`delta`] | values as integers, differenced, zigzag coded, byte-stream split | `delta { bits_per_value }` (ours: field 101) |
 //! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
 //! Values are any fixed width (1 to [`MAX_VALUE_WIDTH`] bytes): floats, integers, dates,
@@ -21,6 +22,7 @@
 pub mod alp;
 pub mod auto;
 pub mod byte_stream_split;
+pub mod delta;
 pub mod flat;
 pub mod general;
 mod repeats;
@@ -36,6 +38,7 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding};
 pub use alp::{AlpDecompressor, AlpEncoder, IntLayout};
 pub use auto::{AutoChooser, AutoOptions, Choice, Strategy, DEFAULT_MIN_GAIN};
 pub use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
+pub use delta::{DeltaDecompressor, DeltaEncoder};
 pub use flat::{FlatDecompressor, FlatEncoder};
 pub use general::{CompressionScheme, GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
 
@@ -464,11 +467,16 @@ pub enum Encoding {
     AlpLz4,
     /// ALP, integers in byte streams, each chunk compressed with Zstd.
     AlpZstd,
+    /// Delta (values as integers, differenced, zigzag coded, byte-stream split), each
+    /// chunk compressed with LZ4 (1-, 2-, 4- and 8-byte values).
+    DeltaLz4,
+    /// Delta, each chunk compressed with Zstd (1-, 2-, 4- and 8-byte values).
+    DeltaZstd,
 }
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 9] = [
+    pub const ALL: [Encoding; 11] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -478,6 +486,8 @@ impl Encoding {
         Encoding::Alp,
         Encoding::AlpLz4,
         Encoding::AlpZstd,
+        Encoding::DeltaLz4,
+        Encoding::DeltaZstd,
     ];
 
     /// The name used on the command line and in reports.
@@ -492,14 +502,19 @@ impl Encoding {
             Encoding::Alp => "alp",
             Encoding::AlpLz4 => "alp+lz4",
             Encoding::AlpZstd => "alp+zstd",
+            Encoding::DeltaLz4 => "delta+lz4",
+            Encoding::DeltaZstd => "delta+zstd",
         }
     }
 
     /// Whether the encoding takes values of `width` bytes: ALP takes 4- and 8-byte floats,
-    /// the others every width from 1 to [`MAX_VALUE_WIDTH`].
+    /// delta 1-, 2-, 4- and 8-byte values, the others every width from 1 to
+    /// [`MAX_VALUE_WIDTH`].
     pub fn supports_width(self, width: usize) -> bool {
         if self.is_alp() {
             width == 4 || width == 8
+        } else if self.is_delta() {
+            delta::supports_width(width)
         } else {
             (1..=MAX_VALUE_WIDTH).contains(&width)
         }
@@ -508,6 +523,11 @@ impl Encoding {
     /// Whether the values are ALP-encoded.
     pub fn is_alp(self) -> bool {
         matches!(self, Encoding::Alp | Encoding::AlpLz4 | Encoding::AlpZstd)
+    }
+
+    /// Whether the values are delta coded.
+    pub fn is_delta(self) -> bool {
+        matches!(self, Encoding::DeltaLz4 | Encoding::DeltaZstd)
     }
 
     /// Whether every chunk takes exactly its values' bytes (plain and BSS without
@@ -525,8 +545,12 @@ impl Encoding {
     pub fn scheme(self) -> Option<CompressionScheme> {
         match self {
             Encoding::Plain | Encoding::Bss | Encoding::Alp => None,
-            Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 => Some(CompressionScheme::Lz4),
-            Encoding::Zstd | Encoding::BssZstd | Encoding::AlpZstd => Some(CompressionScheme::Zstd),
+            Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 | Encoding::DeltaLz4 => {
+                Some(CompressionScheme::Lz4)
+            }
+            Encoding::Zstd | Encoding::BssZstd | Encoding::AlpZstd | Encoding::DeltaZstd => {
+                Some(CompressionScheme::Zstd)
+            }
         }
     }
 
@@ -556,6 +580,8 @@ impl Encoding {
                     .with_chunk_values(chunk_values)?
                     .with_layout(layout),
             )
+        } else if self.is_delta() {
+            Box::new(DeltaEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else if self.splits() {
             Box::new(ByteStreamSplitEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else {
@@ -580,9 +606,18 @@ impl Encoding {
             array_encoding::ArrayEncoding::Flat(_) => Some(Encoding::Plain),
             array_encoding::ArrayEncoding::ByteStreamSplit(_) => Some(Encoding::Bss),
             array_encoding::ArrayEncoding::Alp(_) => Some(Encoding::Alp),
+            // Delta alone is never written: it only ever shrinks under a compressor.
+            array_encoding::ArrayEncoding::Delta(_) => None,
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
                 let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
-                let inner = Encoding::of(general.inner.as_deref()?)?;
+                let inner = general.inner.as_deref()?;
+                if let Some(array_encoding::ArrayEncoding::Delta(_)) = inner.array_encoding {
+                    return Some(match scheme {
+                        CompressionScheme::Lz4 => Encoding::DeltaLz4,
+                        CompressionScheme::Zstd => Encoding::DeltaZstd,
+                    });
+                }
+                let inner = Encoding::of(inner)?;
                 Some(match (inner, scheme) {
                     (Encoding::Plain, CompressionScheme::Lz4) => Encoding::Lz4,
                     (Encoding::Plain, CompressionScheme::Zstd) => Encoding::Zstd,
@@ -690,6 +725,9 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
         Some(array_encoding::ArrayEncoding::Alp(alp)) => {
             format!("alp({}-bit)", alp.bits_per_value)
         }
+        Some(array_encoding::ArrayEncoding::Delta(delta)) => {
+            format!("delta({}-bit)", delta.bits_per_value)
+        }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
             let scheme = general
                 .compression
@@ -740,6 +778,16 @@ fn decompressor_at_depth(
         }
         Some(array_encoding::ArrayEncoding::Alp(alp)) => {
             Ok(Box::new(AlpDecompressor::try_new(alp.bits_per_value)?))
+        }
+        Some(array_encoding::ArrayEncoding::Delta(delta)) => {
+            let width = bits(delta.bits_per_value, "delta")?;
+            if !delta::supports_width(width) {
+                return Err(Error::unsupported(format!(
+                    "delta with bits_per_value {} (8, 16, 32 or 64 are supported)",
+                    delta.bits_per_value
+                )));
+            }
+            Ok(Box::new(DeltaDecompressor::try_new(delta.bits_per_value)?))
         }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
             if depth > 0 {

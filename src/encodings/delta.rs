@@ -1,0 +1,453 @@
+//! Delta: each chunk's values as integers, differenced once or twice, zigzag coded and
+//! byte-stream split.
+//!
+//! Smooth series and grids (a geoid, ocean temperatures, an ephemeris) change little from
+//! one value to the next, and a float's bits, read as an integer of its width, change
+//! little too while the exponent stays put. Differencing those integers leaves small
+//! numbers; zigzag coding (`0, -1, 1, -2, ...` to `0, 1, 2, 3, ...`) makes the small
+//! negative ones small too, so their high bytes are zero; byte stream split lines those
+//! zero bytes up for the general compressor around this encoding (LZ4 or Zstd), which is
+//! what turns them into a smaller chunk. All arithmetic wraps at the value's width, so
+//! every bit pattern (NaN payloads, -0.0, infinities, integers at their limits) comes back
+//! exactly. Each chunk picks order 1 (`x[i] - x[i-1]`) or order 2 (the difference of
+//! consecutive differences), whichever leaves fewer significant bits in all, and records
+//! it in its first byte, so every chunk decodes alone.
+//!
+//! Values are integers of 1, 2, 4 or 8 bytes: floats of 16, 32 and 64 bits and every
+//! integer, date, time and timestamp type.
+//!
+//! ```text
+//! delta chunk of n values of W bytes (W = 1, 2, 4 or 8)
+//!   byte 0           order: 1 or 2
+//!   bytes 1..1+n*W   the residuals r[0..n], byte stream split (stream j = byte j of
+//!                    each residual, little-endian), each the zigzag code of
+//!                      order 1: r[0] = x[0], r[i] = x[i] - x[i-1]
+//!                      order 2: r[0] = x[0], r[1] = x[1] - x[0],
+//!                               r[i] = (x[i] - x[i-1]) - (x[i-1] - x[i-2])
+//!                    where x[i] is value i read as a W-byte integer, differences wrap
+//!                    and zigzag(d) = (d << 1) ^ (d >> (8W - 1)) on the signed integer
+//! ```
+//!
+//! Worked example: the f32 values `[1.0, 1.5, 2.0, 2.5]` are the integers `0x3F800000,
+//! 0x3FC00000, 0x40000000, 0x40200000`. Order 1 leaves `0x3F800000, 0x00400000, 0x00400000,
+//! 0x00200000` (24 + 24 + 23 significant bits after zigzag, besides the first value), order
+//! 2 leaves `0x3F800000, 0x00400000, 0, 0xFFE00000` (24 + 0 + 22 bits): order 2 is kept. Zigzag turns
+//! them into `0x7F000000, 0x00800000, 0, 0x003FFFFF`, and the chunk is
+//!
+//! ```text
+//! 02 | 00 00 00 FF | 00 00 00 FF | 00 80 00 3F | 7F 00 00 00
+//! order  stream 0      stream 1      stream 2      stream 3
+//! ```
+//!
+//! ```
+//! use miniblock::encodings::{DeltaEncoder, MiniBlockCompressor};
+//! let values: Vec<u8> = [1.0f32, 1.5, 2.0, 2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! let mut chunk = Vec::new();
+//! DeltaEncoder::try_new(32)?.compress_chunk(&values, &mut chunk, &mut Vec::new())?;
+//! assert_eq!(
+//!     chunk,
+//!     [2, 0, 0, 0, 0xFF, 0, 0, 0, 0xFF, 0, 0x80, 0, 0x3F, 0x7F, 0, 0, 0]
+//! );
+//! # Ok::<(), miniblock::Error>(())
+//! ```
+
+use arrow_buffer::MutableBuffer;
+
+use super::{
+    check_output, checked_len, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
+    MiniBlockDecompressor,
+};
+use crate::error::{Error, Result};
+use crate::kernels;
+use crate::proto::encodings::{array_encoding, ArrayEncoding, Delta};
+
+/// Bytes before a chunk's residuals: the order.
+pub const HEADER_BYTES: usize = 1;
+
+/// Whether the delta encoding takes values of `width` bytes.
+pub fn supports_width(width: usize) -> bool {
+    matches!(width, 1 | 2 | 4 | 8)
+}
+
+fn check_width(width: usize) -> Result<()> {
+    if supports_width(width) {
+        Ok(())
+    } else {
+        Err(Error::unsupported(format!(
+            "delta takes values of 1, 2, 4 or 8 bytes, not {width}"
+        )))
+    }
+}
+
+/// The integer of a value's width, with the arithmetic the encoding needs. Everything
+/// goes through `u64`, wrapping at the width, so one loop serves every width.
+trait Word: Copy {
+    const BYTES: usize;
+    fn read(bytes: &[u8]) -> u64;
+    fn write(value: u64, bytes: &mut [u8]);
+}
+
+macro_rules! word {
+    ($t:ty) => {
+        impl Word for $t {
+            const BYTES: usize = std::mem::size_of::<$t>();
+            #[inline]
+            fn read(bytes: &[u8]) -> u64 {
+                u64::from(<$t>::from_le_bytes(bytes.try_into().expect("one value")))
+            }
+            #[inline]
+            fn write(value: u64, bytes: &mut [u8]) {
+                bytes.copy_from_slice(&(value as $t).to_le_bytes());
+            }
+        }
+    };
+}
+word!(u8);
+word!(u16);
+word!(u32);
+word!(u64);
+
+/// Zigzag code of the `bits`-bit two's complement integer in the low bits of `d`.
+#[inline]
+fn zigzag(d: u64, bits: u32) -> u64 {
+    let shift = 64 - bits;
+    let signed = ((d << shift).cast_signed()) >> shift;
+    ((signed << 1) ^ (signed >> 63)).cast_unsigned() & mask(bits)
+}
+
+/// Inverse of [`zigzag`].
+#[inline]
+fn unzigzag(z: u64) -> u64 {
+    (z >> 1) ^ (z & 1).wrapping_neg()
+}
+
+#[inline]
+fn mask(bits: u32) -> u64 {
+    u64::MAX >> (64 - bits)
+}
+
+/// Significant bits of the zigzag residuals of each order: the cost estimate that picks
+/// the order.
+fn order_costs<W: Word>(values: &[u8]) -> [u64; 2] {
+    let bits = 8 * W::BYTES as u32;
+    let m = mask(bits);
+    let (mut prev, mut prev_delta) = (0u64, 0u64);
+    let mut cost = [0u64; 2];
+    for (i, value) in values.chunks_exact(W::BYTES).enumerate() {
+        let x = W::read(value);
+        let delta = x.wrapping_sub(prev) & m;
+        let second = if i < 2 {
+            delta
+        } else {
+            delta.wrapping_sub(prev_delta) & m
+        };
+        if i > 0 {
+            cost[0] += u64::from(64 - zigzag(delta, bits).leading_zeros());
+            cost[1] += u64::from(64 - zigzag(second, bits).leading_zeros());
+        }
+        prev = x;
+        prev_delta = delta;
+    }
+    cost
+}
+
+/// Writes the zigzag residuals of `order` (1 or 2) of `values` into `out`, value by value.
+fn residuals<W: Word>(values: &[u8], order: u8, out: &mut [u8]) {
+    let bits = 8 * W::BYTES as u32;
+    let m = mask(bits);
+    let (mut prev, mut prev_delta) = (0u64, 0u64);
+    for (i, (value, out)) in values
+        .chunks_exact(W::BYTES)
+        .zip(out.chunks_exact_mut(W::BYTES))
+        .enumerate()
+    {
+        let x = W::read(value);
+        let delta = x.wrapping_sub(prev) & m;
+        let r = if order == 2 && i >= 2 {
+            delta.wrapping_sub(prev_delta) & m
+        } else {
+            delta
+        };
+        W::write(zigzag(r, bits), out);
+        prev = x;
+        prev_delta = delta;
+    }
+}
+
+/// Turns zigzag residuals of `order` back into values, in place.
+fn undo<W: Word>(values: &mut [u8], order: u8) {
+    let (mut prev, mut delta) = (0u64, 0u64);
+    if order == 1 {
+        for value in values.chunks_exact_mut(W::BYTES) {
+            prev = prev.wrapping_add(unzigzag(W::read(value)));
+            W::write(prev, value);
+        }
+    } else {
+        for (i, value) in values.chunks_exact_mut(W::BYTES).enumerate() {
+            let r = unzigzag(W::read(value));
+            delta = if i < 2 { r } else { delta.wrapping_add(r) };
+            prev = prev.wrapping_add(delta);
+            W::write(prev, value);
+        }
+    }
+}
+
+/// Dispatches on the value width once per chunk.
+macro_rules! by_width {
+    ($width:expr, $f:ident($($arg:expr),*)) => {
+        match $width {
+            1 => $f::<u8>($($arg),*),
+            2 => $f::<u16>($($arg),*),
+            4 => $f::<u32>($($arg),*),
+            8 => $f::<u64>($($arg),*),
+            other => unreachable!("delta of {other}-byte values was refused up front"),
+        }
+    };
+}
+
+/// Encodes chunks as zigzag coded differences, byte-stream split.
+#[derive(Debug, Clone)]
+pub struct DeltaEncoder {
+    shape: ChunkShape,
+}
+
+impl DeltaEncoder {
+    /// An encoder for values of `bits_per_value` bits: 8, 16, 32 or 64.
+    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+        let shape = ChunkShape::from_bits(bits_per_value)?;
+        check_width(shape.width)?;
+        Ok(Self { shape })
+    }
+
+    /// The same encoder with chunks of `chunk_values` values (a power of two up to
+    /// 65536) instead of the default 4 KiB.
+    pub fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
+        Ok(Self {
+            shape: self.shape.with_chunk_values(chunk_values)?,
+        })
+    }
+}
+
+impl MiniBlockCompressor for DeltaEncoder {
+    fn value_width(&self) -> usize {
+        self.shape.width
+    }
+
+    fn chunk_values(&self) -> usize {
+        self.shape.chunk_values
+    }
+
+    fn array_encoding(&self) -> ArrayEncoding {
+        ArrayEncoding {
+            array_encoding: Some(array_encoding::ArrayEncoding::Delta(Delta {
+                bits_per_value: self.shape.width as u64 * 8,
+            })),
+        }
+    }
+
+    fn compress_chunk(
+        &self,
+        values: &[u8],
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<ChunkStorage> {
+        self.shape.check_chunk(values)?;
+        let width = self.shape.width;
+        let [first, second] = by_width!(width, order_costs(values));
+        let order = if second < first { 2 } else { 1 };
+        scratch.clear();
+        scratch.resize(values.len(), 0);
+        by_width!(width, residuals(values, order, scratch));
+        out.push(order);
+        kernels::split_append(scratch, out, width);
+        Ok(ChunkStorage::Raw)
+    }
+}
+
+/// Decodes delta chunks.
+#[derive(Debug, Clone)]
+pub struct DeltaDecompressor {
+    width: usize,
+}
+
+impl DeltaDecompressor {
+    /// A decompressor for values of `bits_per_value` bits: 8, 16, 32 or 64; other widths
+    /// are unsupported.
+    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+        let width = width_from_bits(bits_per_value)?;
+        check_width(width)?;
+        Ok(Self { width })
+    }
+
+    /// The order and residual bytes of a raw chunk of `num_values` values, checked.
+    fn parse<'c>(
+        &self,
+        chunk: &'c [u8],
+        num_values: usize,
+        storage: ChunkStorage,
+    ) -> Result<(u8, &'c [u8])> {
+        if storage != ChunkStorage::Raw {
+            return Err(Error::corrupt(
+                "delta chunk is marked compressed but the encoding has no compression",
+            ));
+        }
+        let len = checked_len(num_values, self.width)?;
+        match chunk.split_first() {
+            Some((&order @ (1 | 2), residuals)) if residuals.len() == len => Ok((order, residuals)),
+            Some((&order, _)) if order != 1 && order != 2 => Err(Error::corrupt(format!(
+                "delta chunk of order {order} (1 or 2 expected)"
+            ))),
+            _ => Err(Error::corrupt(format!(
+                "delta chunk of {num_values} values must hold {} bytes, found {}",
+                HEADER_BYTES + len,
+                chunk.len()
+            ))),
+        }
+    }
+}
+
+impl MiniBlockDecompressor for DeltaDecompressor {
+    fn value_width(&self) -> usize {
+        self.width
+    }
+
+    fn max_expansion(&self) -> usize {
+        1
+    }
+
+    fn raw_len_range(&self, num_values: usize) -> Option<(usize, usize)> {
+        let len = num_values
+            .saturating_mul(self.width)
+            .saturating_add(HEADER_BYTES);
+        Some((len, len))
+    }
+
+    fn decompress_into(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut [u8],
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_output(out, num_values, self.width)?;
+        let (order, residuals) = self.parse(chunk, num_values, storage)?;
+        kernels::unsplit(residuals, out, self.width);
+        by_width!(self.width, undo(out, order));
+        Ok(())
+    }
+
+    fn decompress_append(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut MutableBuffer,
+        _: &mut Vec<u8>,
+    ) -> Result<()> {
+        let (order, residuals) = self.parse(chunk, num_values, storage)?;
+        let start = out.len();
+        kernels::unsplit_append(residuals, out, self.width);
+        by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(values: &[u8], width: usize) -> Vec<u8> {
+        let encoder = DeltaEncoder::try_new(width as u64 * 8)
+            .and_then(|e| e.with_chunk_values(4096))
+            .unwrap();
+        let decoder = DeltaDecompressor::try_new(width as u64 * 8).unwrap();
+        let mut chunk = Vec::new();
+        encoder
+            .compress_chunk(values, &mut chunk, &mut Vec::new())
+            .unwrap();
+        assert_eq!(chunk.len(), HEADER_BYTES + values.len());
+        let n = values.len() / width;
+        let mut out = vec![0; values.len()];
+        decoder
+            .decompress_into(&chunk, n, ChunkStorage::Raw, &mut out, &mut Vec::new())
+            .unwrap();
+        let mut appended = MutableBuffer::new(0);
+        appended.extend_from_slice(&[9u8]);
+        decoder
+            .decompress_append(&chunk, n, ChunkStorage::Raw, &mut appended, &mut Vec::new())
+            .unwrap();
+        assert_eq!(&appended.as_slice()[1..], &out[..]);
+        chunk
+    }
+
+    /// Every width, both orders, extreme integers and float bit patterns come back.
+    #[test]
+    fn every_width_and_order_round_trips() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        for width in [1, 2, 4, 8] {
+            for n in [0, 1, 2, 3, 17, 1024] {
+                // Smooth (order 2 wins), steps (order 1 wins), random and extremes.
+                let series: [Box<dyn Fn(usize) -> u64>; 4] = [
+                    Box::new(|i| (i * i) as u64),
+                    Box::new(|i| (i / 3) as u64),
+                    Box::new(|i| {
+                        (i as u64 ^ 0x5555).wrapping_mul(0x2545_F491_4F6C_DD1D) >> (i % 7)
+                    }),
+                    Box::new(|i| if i % 2 == 0 { u64::MAX } else { 1 << 63 }),
+                ];
+                for f in &series {
+                    let values: Vec<u8> = (0..n)
+                        .flat_map(|i| f(i).to_le_bytes()[..width].to_vec())
+                        .collect();
+                    round_trip(&values, width);
+                }
+                let random: Vec<u8> = (0..n * width)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect();
+                round_trip(&random, width);
+            }
+        }
+    }
+
+    #[test]
+    fn smooth_values_take_order_two_and_steps_order_one() {
+        let smooth: Vec<u8> = (0..512u64)
+            .flat_map(|i| (1_000_000 + i * i).to_le_bytes())
+            .collect();
+        assert_eq!(round_trip(&smooth, 8)[0], 2);
+        let steps: Vec<u8> = (0..512u64)
+            .flat_map(|i| (1_000_000 + (i / 5) * 1000).to_le_bytes())
+            .collect();
+        assert_eq!(round_trip(&steps, 8)[0], 1);
+    }
+
+    #[test]
+    fn hostile_chunks_are_corrupt() {
+        let decoder = DeltaDecompressor::try_new(32).unwrap();
+        let mut out = vec![0; 8];
+        for chunk in [
+            &[][..],
+            &[1, 0, 0, 0, 0, 0, 0, 0][..],
+            &[3, 0, 0, 0, 0, 0, 0, 0, 0][..],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0][..],
+            &[2, 0, 0, 0, 0, 0, 0, 0, 0, 0][..],
+        ] {
+            let err = decoder
+                .decompress_into(chunk, 2, ChunkStorage::Raw, &mut out, &mut Vec::new())
+                .unwrap_err();
+            assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{chunk:?}");
+        }
+        let ok = [1, 0, 0, 0, 0, 0, 0, 0, 0];
+        assert!(decoder
+            .decompress_into(&ok, 2, ChunkStorage::Compressed, &mut out, &mut Vec::new())
+            .is_err());
+        assert!(DeltaDecompressor::try_new(40).is_err());
+        assert!(DeltaEncoder::try_new(24).is_err());
+    }
+}
