@@ -268,7 +268,11 @@ fn delta_plan_bits(hits: &[Option<(i64, i64)>], width: usize) -> usize {
         match hit.filter(|&(_, c)| corrected || c == 0) {
             Some((int, _)) => {
                 if let Some(p) = previous {
-                    bits += significant_bits(zigzag(int.wrapping_sub(p)));
+                    // Sampled values lie far apart, so a jump between them (into or out
+                    // of a run of fill values) stands for a single jump among many
+                    // small steps: capped, it cannot outweigh an exception.
+                    bits +=
+                        significant_bits(zigzag(int.wrapping_sub(p))).min(MAX_SAMPLED_STEP_BITS);
                 }
                 previous = Some(int);
             }
@@ -280,6 +284,9 @@ fn delta_plan_bits(hits: &[Option<(i64, i64)>], width: usize) -> usize {
     }
     bits
 }
+
+/// Most bits one difference between sampled values adds to the byte-streams estimate.
+const MAX_SAMPLED_STEP_BITS: usize = 16;
 
 fn significant_bits(v: u64) -> usize {
     (64 - v.leading_zeros()) as usize
