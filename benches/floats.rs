@@ -1,12 +1,13 @@
-//! Whole-file float compression against pcodec (the `pco` crate, default level), on every
-//! file of `../shared/data` (or the bundled `data/` when it is absent): miniblock `auto:0`
-//! (favouring size) in 1 MiB pages of default chunks, as the column writer cuts them,
-//! encoded and decoded into a caller's buffer; pco's standalone format over the same
-//! values. Before timing, each file's sizes are printed and both round trips are checked
-//! bit for bit.
+//! Whole-file float compression against pcodec (the `pco` crate, default level) and
+//! arrow-rs Parquet (BYTE_STREAM_SPLIT + Zstd level 3, no dictionary), on every file of
+//! `../shared/data` (or the bundled `data/` when it is absent): miniblock `auto:0`
+//! (favouring size) and the fixed float encodings in 1 MiB pages of default chunks, as the
+//! column writer cuts them, encoded and decoded into a caller's buffer; pco's standalone
+//! format and a Parquet file in memory over the same values. Before timing, each file's
+//! sizes are printed and every round trip is checked bit for bit.
 //!
-//! `cargo bench --bench floats` (one group per file, `miniblock/encode`, `pco/encode`,
-//! `miniblock/decode`, `pco/decode`).
+//! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
+//! for `auto:0`, `alp+ans`, `alp+zstd`, `delta+zstd`, `bss+zstd`, `pco`, `parquet`).
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -38,8 +39,15 @@ fn files() -> Vec<PathBuf> {
     files
 }
 
-fn encode(bytes: &[u8], width: usize) -> Vec<EncodedPage> {
-    let strategy: Strategy = "auto:0".parse().unwrap();
+/// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
+/// the fixed encodings it chooses from on floats.
+/// Encoded pages, each with its chunk table.
+type Pages = Vec<(EncodedPage, Vec<u8>)>;
+
+const STRATEGIES: [&str; 5] = ["auto:0", "alp+ans", "alp+zstd", "delta+zstd", "bss+zstd"];
+
+fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {
+    let strategy: Strategy = strategy.parse().unwrap();
     let encoder = PageEncoder::for_strategy(strategy, width, &EncoderOptions::default()).unwrap();
     bytes
         .chunks(PAGE_BYTES / width * width)
@@ -66,6 +74,55 @@ fn decode(pages: &[(EncodedPage, Vec<u8>)], out: &mut [u8], width: usize) {
     }
 }
 
+fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
+    use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, Encoding, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+    let array: ArrayRef = if width == 4 {
+        std::sync::Arc::new(Float32Array::from(values(
+            bytes,
+            |b| f32::from_le_bytes(b.try_into().unwrap()),
+            4,
+        )))
+    } else {
+        std::sync::Arc::new(Float64Array::from(values(
+            bytes,
+            |b| f64::from_le_bytes(b.try_into().unwrap()),
+            8,
+        )))
+    };
+    let batch = RecordBatch::try_from_iter([("v", array)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_encoding(Encoding::BYTE_STREAM_SPLIT)
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).unwrap()))
+        .build();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    out
+}
+
+/// Decodes a Parquet file of one float column into `out`.
+fn parquet_decompress(file: &bytes::Bytes, out: &mut [u8], width: usize) {
+    use arrow_array::Array;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file.clone())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut at = 0;
+    for batch in reader {
+        let data = batch.unwrap().column(0).to_data();
+        let values = &data.buffers()[0].as_slice()
+            [data.offset() * width..(data.offset() + data.len()) * width];
+        out[at..at + values.len()].copy_from_slice(values);
+        at += values.len();
+    }
+}
+
 fn pco_compress<T: pco::data_types::Number>(values: &[T]) -> Vec<u8> {
     pco::standalone::simple_compress(values, &pco::ChunkConfig::default()).unwrap()
 }
@@ -82,17 +139,27 @@ fn bench_file(c: &mut Criterion, path: &Path) {
         4
     };
     let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-    let pages: Vec<(EncodedPage, Vec<u8>)> = encode(&bytes, width)
-        .into_iter()
-        .map(|p| {
-            let table = p.chunk_table();
-            (p, table)
+    let mut out = vec![0u8; bytes.len()];
+    let ours: Vec<(&str, Pages)> = STRATEGIES
+        .iter()
+        .map(|&strategy| {
+            let pages: Pages = encode(&bytes, width, strategy)
+                .into_iter()
+                .map(|p| {
+                    let table = p.chunk_table();
+                    (p, table)
+                })
+                .collect();
+            out.fill(0);
+            decode(&pages, &mut out, width);
+            assert!(out == bytes, "{name}: miniblock {strategy} round trip");
+            (strategy, pages)
         })
         .collect();
-    let ours: usize = pages.iter().map(|(p, _)| p.encoded_len()).sum();
-    let mut out = vec![0u8; bytes.len()];
-    decode(&pages, &mut out, width);
-    assert!(out == bytes, "{name}: miniblock round trip");
+    let parquet = bytes::Bytes::from(parquet_compress(&bytes, width));
+    out.fill(0);
+    parquet_decompress(&parquet, &mut out, width);
+    assert!(out == bytes, "{name}: parquet round trip");
     let (f32s, f64s) = if width == 4 {
         (
             values(&bytes, |b| f32::from_le_bytes(b.try_into().unwrap()), 4),
@@ -121,20 +188,37 @@ fn bench_file(c: &mut Criterion, path: &Path) {
             .eq(f64s.iter().map(|v| v.to_bits())));
         c
     };
+    let ratio = |len: usize| bytes.len() as f64 / len as f64;
+    for (strategy, pages) in &ours {
+        let len: usize = pages.iter().map(|(p, _)| p.encoded_len()).sum();
+        println!("ratio {name} {strategy}: {:.3} ({len} bytes)", ratio(len));
+    }
     println!(
-        "ratio {name}: miniblock auto:0 {:.3} ({ours} bytes), pco {:.3} ({} bytes)",
-        bytes.len() as f64 / ours as f64,
-        bytes.len() as f64 / theirs.len() as f64,
+        "ratio {name} pco: {:.3} ({} bytes)",
+        ratio(theirs.len()),
         theirs.len()
+    );
+    println!(
+        "ratio {name} parquet: {:.3} ({} bytes)",
+        ratio(parquet.len()),
+        parquet.len()
     );
 
     let mut group = c.benchmark_group(format!("floats/{name}"));
     group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("miniblock/encode", |b| {
-        b.iter(|| black_box(encode(black_box(&bytes), width)));
+    for (strategy, pages) in &ours {
+        group.bench_function(format!("{strategy}/encode"), |b| {
+            b.iter(|| black_box(encode(black_box(&bytes), width, strategy)));
+        });
+        group.bench_function(format!("{strategy}/decode"), |b| {
+            b.iter(|| decode(black_box(pages), &mut out, width));
+        });
+    }
+    group.bench_function("parquet/encode", |b| {
+        b.iter(|| black_box(parquet_compress(black_box(&bytes), width)));
     });
-    group.bench_function("miniblock/decode", |b| {
-        b.iter(|| decode(black_box(&pages), &mut out, width));
+    group.bench_function("parquet/decode", |b| {
+        b.iter(|| parquet_decompress(black_box(&parquet), &mut out, width));
     });
     if width == 4 {
         group.bench_function("pco/encode", |b| b.iter(|| black_box(pco_compress(&f32s))));

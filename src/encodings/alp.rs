@@ -51,7 +51,11 @@
 //! e  f  b  fl   x = 1         reference 215             0,2,5,5  pos 3   the NaN's bits
 //! ```
 
-use super::{checked_len, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
+use std::borrow::Cow;
+
+use super::{
+    checked_len, entropy, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
+};
 use crate::error::{Error, Result};
 use crate::kernels::bitpack;
 use crate::proto::encodings::{array_encoding, Alp, ArrayEncoding};
@@ -69,6 +73,9 @@ const FLAG_CORRECTED: u8 = 16;
 const FLAG_ZIGZAG: u8 = 32;
 /// With zigzag: second differences (of consecutive deltas), for smooth series.
 const FLAG_ORDER2: u8 = 64;
+/// With byte streams: each stream entropy-coded on its own (`entropy`), and a compact
+/// header (varints after the first four bytes).
+const FLAG_ENTROPY: u8 = 128;
 
 /// A value whose bits are within this many units (in the last place) of its integer's
 /// decoded bits is a near hit: with corrections on, it costs a correction, not an
@@ -92,9 +99,13 @@ const SAMPLE: usize = 32;
 /// Most values a chunk holds, so positions fit a u16.
 const MAX_VALUES: usize = 1 << 16;
 
-/// How many times its stored size an ALP chunk may decode to: a 16-byte header can stand
-/// for 65,536 values of 8 bytes.
-pub const MAX_EXPANSION: usize = MAX_VALUES * 8 / HEADER_BYTES;
+/// Smallest ALP chunk: an entropy-coded one of equal integers is its four header bytes
+/// and two one-byte varints.
+pub const MIN_CHUNK_BYTES: usize = 4;
+
+/// How many times its stored size an ALP chunk may decode to: a few header bytes can
+/// stand for 65,536 values of 8 bytes.
+pub const MAX_EXPANSION: usize = MAX_VALUES * 8 / MIN_CHUNK_BYTES;
 
 static P10: [f64; 19] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
@@ -224,7 +235,7 @@ fn use_corrections(hits: &[Option<(i64, i64)>], width: usize, layout: IntLayout)
     let bits = bitpack::bit_width(max);
     let stored = match layout {
         IntLayout::Packed => bitpack::packed_len(hits.len(), bits),
-        IntLayout::Streams => bytes,
+        IntLayout::Streams | IntLayout::Entropy => bytes,
     };
     (close > 0 && 1 + stored < close * (2 + width), bits)
 }
@@ -290,6 +301,34 @@ const MAX_SAMPLED_STEP_BITS: usize = 16;
 
 fn significant_bits(v: u64) -> usize {
     (64 - v.leading_zeros()) as usize
+}
+
+/// Appends `v` as a LEB128 varint (7 bits a byte, low first).
+fn write_varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a LEB128 varint at `*pos`, at most 10 bytes and 64 bits; `None` when cut short
+/// or too long.
+fn read_varint(bytes: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    for i in 0..10 {
+        let b = *bytes.get(*pos)?;
+        *pos += 1;
+        let part = u64::from(b & 0x7F);
+        if i == 9 && part > 1 {
+            return None;
+        }
+        value |= part << (7 * i);
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
 }
 
 /// Zigzag: 0, -1, 1, -2, ... become 0, 1, 2, 3, ...
@@ -365,6 +404,10 @@ pub enum IntLayout {
     /// Whole-byte streams (byte 0 of every integer, then byte 1, ...): larger, but what
     /// a general compressor on top compresses best.
     Streams,
+    /// Whole-byte streams, each entropy-coded on its own ([`entropy`](super::entropy)),
+    /// behind a compact header: no general compressor, and no per-chunk frame or table
+    /// of one.
+    Entropy,
 }
 
 /// The float type of a chunk's values: 4 or 8 bytes.
@@ -510,6 +553,15 @@ impl AlpEncoder {
                     out.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
                 }
             }
+            IntLayout::Entropy => {
+                let mut stream = Vec::with_capacity(values.len());
+                for j in 0..usize::from(bits).div_ceil(8) {
+                    stream.clear();
+                    stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
+                    entropy::encode(&stream, out)
+                        .expect("a chunk of at most 65536 values makes streams the coder takes");
+                }
+            }
         }
     }
 
@@ -538,7 +590,7 @@ impl AlpEncoder {
             let hits = &hits[..sample.len()];
             match self.layout {
                 IntLayout::Packed => plan_bits(hits, float.width),
-                IntLayout::Streams => {
+                IntLayout::Streams | IntLayout::Entropy => {
                     plan_bits(hits, float.width).min(delta_plan_bits(hits, float.width))
                 }
             }
@@ -599,6 +651,7 @@ impl MiniBlockCompressor for AlpEncoder {
         ArrayEncoding {
             array_encoding: Some(array_encoding::ArrayEncoding::Alp(Alp {
                 bits_per_value: self.shape.width as u64 * 8,
+                entropy_coded: self.layout == IntLayout::Entropy,
             })),
         }
     }
@@ -637,7 +690,7 @@ impl MiniBlockCompressor for AlpEncoder {
         // high bytes cost less than an exception.
         let window = match self.layout {
             IntLayout::Packed => outlier_window(&near, corrected, width),
-            IntLayout::Streams => None,
+            IntLayout::Streams | IntLayout::Entropy => None,
         };
         if let Some((lo, hi)) = window {
             for hit in &mut near {
@@ -687,13 +740,13 @@ impl MiniBlockCompressor for AlpEncoder {
         let delta_bits = bitpack::bit_width(dmax.abs_diff(dmin));
         let int_len = |bits: u8| match self.layout {
             IntLayout::Packed => bitpack::packed_len(n, bits),
-            IntLayout::Streams => n * usize::from(bits).div_ceil(8),
+            IntLayout::Streams | IntLayout::Entropy => n * usize::from(bits).div_ceil(8),
         };
         let coding = match self.layout {
             // Delta coding costs the first integer (8 bytes) more in the header.
             IntLayout::Packed if 8 + int_len(delta_bits) < int_len(for_bits) => IntCoding::Delta,
             IntLayout::Packed => IntCoding::Frame,
-            IntLayout::Streams => streams_coding(&ints, min),
+            IntLayout::Streams | IntLayout::Entropy => streams_coding(&ints, min),
         };
         let delta = coding != IntCoding::Frame;
         let (stored, bits, reference): (Vec<u64>, u8, i64) = match coding {
@@ -738,7 +791,7 @@ impl MiniBlockCompressor for AlpEncoder {
                     0
                 },
             ),
-            IntLayout::Streams => (
+            IntLayout::Streams | IntLayout::Entropy => (
                 stream_bytes(&stored),
                 if corrected {
                     1 + stream_bytes(&corrections)
@@ -765,8 +818,10 @@ impl MiniBlockCompressor for AlpEncoder {
         if delta {
             flags |= FLAG_DELTA;
         }
-        if self.layout == IntLayout::Streams {
-            flags |= FLAG_SPLIT;
+        match self.layout {
+            IntLayout::Packed => {}
+            IntLayout::Streams => flags |= FLAG_SPLIT,
+            IntLayout::Entropy => flags |= FLAG_SPLIT | FLAG_ENTROPY,
         }
         if corrected {
             flags |= FLAG_CORRECTED;
@@ -778,11 +833,21 @@ impl MiniBlockCompressor for AlpEncoder {
             }
         }
         out.reserve(size);
+        let start = out.len();
         out.extend_from_slice(&[scale.e, scale.f, bits, flags]);
-        out.extend_from_slice(&(positions.len() as u32).to_le_bytes());
-        out.extend_from_slice(&reference.to_le_bytes());
-        if delta {
-            out.extend_from_slice(&ints.first().copied().unwrap_or(0).to_le_bytes());
+        let first = ints.first().copied().unwrap_or(0);
+        if self.layout == IntLayout::Entropy {
+            write_varint(positions.len() as u64, out);
+            write_varint(zigzag(reference), out);
+            if delta {
+                write_varint(zigzag(first), out);
+            }
+        } else {
+            out.extend_from_slice(&(positions.len() as u32).to_le_bytes());
+            out.extend_from_slice(&reference.to_le_bytes());
+            if delta {
+                out.extend_from_slice(&first.to_le_bytes());
+            }
         }
         if corrected {
             out.push(correction_bits);
@@ -797,6 +862,14 @@ impl MiniBlockCompressor for AlpEncoder {
         for &p in &positions {
             let p = usize::from(p);
             out.extend_from_slice(&values[p * width..(p + 1) * width]);
+        }
+        // Entropy-coded streams were estimated, not measured: a chunk they did not
+        // shrink is written plain after all.
+        if self.layout == IntLayout::Entropy && out.len() - start >= HEADER_BYTES + values.len() {
+            out.truncate(start);
+            out.extend_from_slice(&[0, 0, 0, FLAG_PLAIN]);
+            out.extend_from_slice(&[0; HEADER_BYTES - 4]);
+            out.extend_from_slice(values);
         }
         Ok(ChunkStorage::Raw)
     }
@@ -843,9 +916,10 @@ struct Chunk<'a> {
     split: bool,
     reference: i64,
     first: i64,
-    ints: &'a [u8],
+    /// Borrowed from the chunk, or decoded from its entropy-coded streams.
+    ints: Cow<'a, [u8]>,
     /// The correction stream and its bits per value, when the chunk has one.
-    corrections: Option<(&'a [u8], u8)>,
+    corrections: Option<(Cow<'a, [u8]>, u8)>,
     positions: &'a [u8],
     exceptions: &'a [u8],
 }
@@ -856,7 +930,9 @@ impl<'a> Chunk<'a> {
     /// Returns `None` for a plain chunk (whose values follow the header).
     fn parse(chunk: &'a [u8], n: usize, float: Float) -> Result<Option<Self>> {
         let corrupt = |what: String| Error::corrupt(format!("alp chunk of {n} values: {what}"));
-        if chunk.len() < HEADER_BYTES {
+        let entropy = chunk.get(3).is_some_and(|&flags| flags & FLAG_ENTROPY != 0);
+        let min_len = if entropy { 4 } else { HEADER_BYTES };
+        if chunk.len() < min_len {
             return Err(corrupt(format!(
                 "{} bytes, shorter than its header",
                 chunk.len()
@@ -866,8 +942,24 @@ impl<'a> Chunk<'a> {
             return Err(corrupt(format!("more than {MAX_VALUES} values")));
         }
         let (e, f, bits, flags) = (chunk[0], chunk[1], chunk[2], chunk[3]);
-        let count = u32::from_le_bytes(chunk[4..8].try_into().expect("4 bytes")) as usize;
-        let reference = i64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes"));
+        let mut pos;
+        let (count, reference) = if entropy {
+            pos = 4;
+            let count = read_varint(chunk, &mut pos)
+                .ok_or_else(|| corrupt("a bad exception count".to_owned()))?;
+            let reference = read_varint(chunk, &mut pos)
+                .ok_or_else(|| corrupt("a bad reference".to_owned()))?;
+            (
+                usize::try_from(count).unwrap_or(usize::MAX),
+                unzigzag(reference),
+            )
+        } else {
+            pos = HEADER_BYTES;
+            (
+                u32::from_le_bytes(chunk[4..8].try_into().expect("4 bytes")) as usize,
+                i64::from_le_bytes(chunk[8..16].try_into().expect("8 bytes")),
+            )
+        };
         if flags == FLAG_PLAIN {
             if chunk[..HEADER_BYTES]
                 .iter()
@@ -886,11 +978,13 @@ impl<'a> Chunk<'a> {
             }
             return Ok(None);
         }
-        if flags
-            & !(FLAG_DELTA | FLAG_SPLIT | FLAG_BINARY | FLAG_CORRECTED | FLAG_ZIGZAG | FLAG_ORDER2)
-            != 0
-        {
+        if flags & FLAG_PLAIN != 0 {
             return Err(corrupt(format!("unknown flags {flags:#04x}")));
+        }
+        if entropy && flags & FLAG_SPLIT == 0 {
+            return Err(corrupt(format!(
+                "flags {flags:#04x}: entropy coding needs byte streams"
+            )));
         }
         let zigzag = flags & FLAG_ZIGZAG != 0;
         if zigzag
@@ -925,9 +1019,12 @@ impl<'a> Chunk<'a> {
         }
         let delta = flags & FLAG_DELTA != 0;
         let split = flags & FLAG_SPLIT != 0;
-        let mut pos = HEADER_BYTES;
         let mut first = 0;
-        if delta {
+        if delta && entropy {
+            first = read_varint(chunk, &mut pos)
+                .map(unzigzag)
+                .ok_or_else(|| corrupt("a bad first integer".to_owned()))?;
+        } else if delta {
             let bytes = chunk
                 .get(pos..pos + 8)
                 .ok_or_else(|| corrupt("it ends inside its first integer".to_owned()))?;
@@ -954,17 +1051,42 @@ impl<'a> Chunk<'a> {
         };
         let int_bytes = stream_len(bits);
         let correction_bytes = correction_bits.map_or(0, stream_len);
-        let expected = pos + int_bytes + correction_bytes + count * (2 + float.width);
-        if chunk.len() != expected {
-            return Err(corrupt(format!(
-                "{} bytes, its header says {expected}",
-                chunk.len()
-            )));
-        }
-        let ints = &chunk[pos..pos + int_bytes];
-        pos += int_bytes;
-        let corrections = correction_bits.map(|cbits| (&chunk[pos..pos + correction_bytes], cbits));
-        pos += correction_bytes;
+        let (ints, corrections): (Cow<'a, [u8]>, _) = if entropy {
+            // Each stream decodes to n bytes; what is left must be the exceptions.
+            let mut decode_streams = |len: usize| -> Result<Vec<u8>> {
+                let mut streams = vec![0u8; len];
+                for stream in streams.chunks_exact_mut(n.max(1)) {
+                    pos += entropy::decode(&chunk[pos..], stream)?;
+                }
+                Ok(streams)
+            };
+            let ints = decode_streams(int_bytes)?;
+            let corrections = match correction_bits {
+                Some(cbits) => Some((Cow::Owned(decode_streams(correction_bytes)?), cbits)),
+                None => None,
+            };
+            if chunk.len() - pos != count * (2 + float.width) {
+                return Err(corrupt(format!(
+                    "{} bytes after its streams for {count} exceptions",
+                    chunk.len() - pos
+                )));
+            }
+            (Cow::Owned(ints), corrections)
+        } else {
+            let expected = pos + int_bytes + correction_bytes + count * (2 + float.width);
+            if chunk.len() != expected {
+                return Err(corrupt(format!(
+                    "{} bytes, its header says {expected}",
+                    chunk.len()
+                )));
+            }
+            let ints = &chunk[pos..pos + int_bytes];
+            pos += int_bytes;
+            let corrections = correction_bits
+                .map(|cbits| (Cow::Borrowed(&chunk[pos..pos + correction_bytes]), cbits));
+            pos += correction_bytes;
+            (Cow::Borrowed(ints), corrections)
+        };
         let positions = &chunk[pos..pos + 2 * count];
         let exceptions = &chunk[pos + 2 * count..];
         let mut next = 0usize;
@@ -1061,11 +1183,11 @@ impl<'a> Chunk<'a> {
             }
             at += block.len();
         };
-        read_stream(self.ints, n, self.bits, self.split, emit);
-        if let Some((bytes, bits)) = self.corrections {
+        read_stream(&self.ints, n, self.bits, self.split, emit);
+        if let Some((bytes, bits)) = &self.corrections {
             let float = Float { width: W };
             let mut at = 0usize;
-            read_stream(bytes, n, bits, self.split, |block| {
+            read_stream(bytes, n, *bits, self.split, |block| {
                 let dst = &mut out[at * W..(at + block.len()) * W];
                 for (slot, &z) in dst.chunks_exact_mut(W).zip(block) {
                     let mut le = [0u8; 8];
@@ -1123,7 +1245,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
     fn raw_len_range(&self, num_values: usize) -> Option<(usize, usize)> {
         let w = self.float.width;
         Some((
-            HEADER_BYTES,
+            MIN_CHUNK_BYTES,
             HEADER_BYTES + 8 + 1 + num_values.saturating_mul(8 + 8 + 2 + w),
         ))
     }
@@ -1370,6 +1492,83 @@ mod tests {
                 let _ = decode(4, &bad, 1024);
             }
         }
+    }
+
+    /// Entropy-coded byte streams behind the compact header: hourly pressure in whole
+    /// millibars (steps of -2..2) takes little more than the steps' entropy;
+    /// every prefix is corrupt, flags that contradict the layout too, and no changed
+    /// byte panics.
+    #[test]
+    fn entropy_coded_streams_take_the_information_content() {
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        let mut level = 1013i64;
+        let values: Vec<f64> = (0..512)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                level += [0, 0, 0, 0, 1, -1, 1, -1, 2, -2][(x % 10) as usize];
+                level as f64
+            })
+            .collect();
+        let bytes = bytes64(&values);
+        let encoder = AlpEncoder::try_new(64)
+            .unwrap()
+            .with_layout(IntLayout::Entropy);
+        let chunk = encode(&encoder, &bytes);
+        assert_eq!(
+            chunk[3] & (FLAG_ENTROPY | FLAG_SPLIT),
+            FLAG_ENTROPY | FLAG_SPLIT
+        );
+        // The steps' entropy is 2.12 bits: 136 bytes for 512, then 5% and the headers.
+        assert!(chunk.len() <= 136 * 105 / 100 + 24, "{} bytes", chunk.len());
+        assert_eq!(decode(8, &chunk, 512).unwrap(), bytes);
+        for len in 0..chunk.len() {
+            assert!(
+                matches!(decode(8, &chunk[..len], 512), Err(Error::Corrupt { .. })),
+                "{len}-byte prefix"
+            );
+        }
+        let mut longer = chunk.clone();
+        longer.push(0);
+        assert!(matches!(
+            decode(8, &longer, 512),
+            Err(Error::Corrupt { .. })
+        ));
+        let mut packed = chunk.clone();
+        packed[3] &= !FLAG_SPLIT;
+        assert!(matches!(
+            decode(8, &packed, 512),
+            Err(Error::Corrupt { .. })
+        ));
+        for at in 0..chunk.len() {
+            for byte in [0, 1, 2, 0x7F, 0x80, 0xFF] {
+                let mut bad = chunk.clone();
+                bad[at] = byte;
+                let _ = decode(8, &bad, 512);
+            }
+        }
+        // Values with nothing to entropy-code are stored plain, not larger.
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let plain = encode(&encoder, &noise);
+        assert_eq!(plain.len(), HEADER_BYTES + noise.len());
+        assert_eq!(decode(8, &plain, 512).unwrap(), noise);
+        assert_eq!(varint_round_trip(u64::MAX), Some(u64::MAX));
+        assert_eq!(read_varint(&[0xFF; 10], &mut 0), None);
+        assert_eq!(read_varint(&[0x80], &mut 0), None);
+    }
+
+    fn varint_round_trip(v: u64) -> Option<u64> {
+        let mut out = Vec::new();
+        write_varint(v, &mut out);
+        read_varint(&out, &mut 0)
     }
 
     /// Order 1 and order 2 zigzag residuals give the integers back through the decoder.

@@ -9,8 +9,8 @@
 //! compares the sizes:
 //!
 //! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
-//!   values) delta+lz4 and delta+zstd and (for 4- and 8-byte values) alp, alp+lz4 and
-//!   alp+zstd; plain and bss can be
+//!   values) delta+lz4 and delta+zstd and (for 4- and 8-byte values) alp, alp+lz4,
+//!   alp+ans and alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
@@ -18,15 +18,15 @@
 //!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
-//!   about 1/8 of the page (at least 4 windows, but never more than 1/8 of it), the
-//!   others' estimates moved as the pair's moved; but between an LZ4 and a Zstd
-//!   encoding only when favouring size (`min_gain = 0`) and they differ by more than 2%
-//!   (otherwise the extra Zstd trials would cost more encode time than the choice is
-//!   worth);
+//!   about 1/8 of the page (at least 4 windows, but never more than 1/8 of it; favouring
+//!   size, every window of a page too small for that), the others' estimates moved as
+//!   the pair's moved; but between an LZ4 and a Zstd encoding only when favouring size
+//!   (`min_gain = 0`) and they differ by more than 2% (otherwise the extra Zstd trials
+//!   would cost more encode time than the choice is worth);
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, delta+lz4, alp,
-//!   alp+lz4, zstd, bss+zstd, delta+zstd, alp+zstd); walking from the fastest, a slower candidate replaces the current pick
+//!   alp+lz4, alp+ans, zstd, bss+zstd, delta+zstd, alp+zstd); walking from the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
@@ -158,7 +158,7 @@ fn rank(encoding: Encoding) -> usize {
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 11] = [
+const SPEED_ORDER: [Encoding; 12] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
@@ -166,6 +166,7 @@ const SPEED_ORDER: [Encoding; 11] = [
     Encoding::DeltaLz4,
     Encoding::Alp,
     Encoding::AlpLz4,
+    Encoding::AlpAns,
     Encoding::Zstd,
     Encoding::BssZstd,
     Encoding::DeltaZstd,
@@ -428,9 +429,25 @@ impl AutoChooser {
             // Zstd encoding is left to it: more Zstd trials would cost more encode time
             // than the choice is worth. Favouring size alone, or within a family, refine.
             // Favouring size, a close call within 2% costs at most about 2% if wrong: not
-            // worth Zstd trials when the other candidate is a (much faster) LZ4 one.
-            let same_family = estimates[a].0.scheme() == estimates[b].0.scheme();
-            let refine = same_family || (self.min_gain == 0.0 && rb > ra * NEAR_TIE);
+            // worth Zstd trials when the other candidate is a (much faster) LZ4 one. Any
+            // other close pair favouring size (alp+ans against alp+zstd) is refined: a
+            // sample's error alone can exceed 2% there.
+            let schemes = (estimates[a].0.scheme(), estimates[b].0.scheme());
+            let same_family = schemes.0 == schemes.1;
+            let lz4_and_zstd = matches!(
+                schemes,
+                (Some(CompressionScheme::Lz4), Some(CompressionScheme::Zstd))
+                    | (Some(CompressionScheme::Zstd), Some(CompressionScheme::Lz4))
+            );
+            let refine =
+                same_family || (self.min_gain == 0.0 && (rb > ra * NEAR_TIE || !lz4_and_zstd));
+            // A small page has no larger eighth than its first sample: favouring size, a
+            // close call there is settled on every window of the page.
+            let second = if second.len() <= first.len() && self.min_gain == 0.0 {
+                self.windows(num_values, 1, usize::MAX, usize::MAX)?
+            } else {
+                second
+            };
             if refine && rb <= ra * CLOSE && second.len() > first.len() {
                 let mut drift = 0.0;
                 for (i, before) in [(a, ra), (b, rb)] {

@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | [`flat`] | values as they are | `flat { bits_per_value }` |
 //! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
-//! | [`alp`] | decimal floats as integers, bit-packed or in byte streams, with exceptions | `alp { bits_per_value }` (ours: field 100) |
+//! | [`alp`] | decimal floats as integers, bit-packed or in byte streams (entropy-coded with [`entropy`], or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded }` (ours: field 100) |
 //! | [`delta`] | values as integers, differenced, zigzag coded, byte-stream split | `delta { bits_per_value }` (ours: field 101) |
 //! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
@@ -23,6 +23,7 @@ pub mod alp;
 pub mod auto;
 pub mod byte_stream_split;
 pub mod delta;
+pub mod entropy;
 pub mod flat;
 pub mod general;
 mod repeats;
@@ -467,6 +468,9 @@ pub enum Encoding {
     AlpLz4,
     /// ALP, integers in byte streams, each chunk compressed with Zstd.
     AlpZstd,
+    /// ALP, integers in byte streams each entropy-coded (tANS) with its own table, behind
+    /// a compact header; no general compressor.
+    AlpAns,
     /// Delta (values as integers, differenced, zigzag coded, byte-stream split), each
     /// chunk compressed with LZ4 (1-, 2-, 4- and 8-byte values).
     DeltaLz4,
@@ -476,7 +480,7 @@ pub enum Encoding {
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 11] = [
+    pub const ALL: [Encoding; 12] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -486,6 +490,7 @@ impl Encoding {
         Encoding::Alp,
         Encoding::AlpLz4,
         Encoding::AlpZstd,
+        Encoding::AlpAns,
         Encoding::DeltaLz4,
         Encoding::DeltaZstd,
     ];
@@ -502,6 +507,7 @@ impl Encoding {
             Encoding::Alp => "alp",
             Encoding::AlpLz4 => "alp+lz4",
             Encoding::AlpZstd => "alp+zstd",
+            Encoding::AlpAns => "alp+ans",
             Encoding::DeltaLz4 => "delta+lz4",
             Encoding::DeltaZstd => "delta+zstd",
         }
@@ -522,7 +528,10 @@ impl Encoding {
 
     /// Whether the values are ALP-encoded.
     pub fn is_alp(self) -> bool {
-        matches!(self, Encoding::Alp | Encoding::AlpLz4 | Encoding::AlpZstd)
+        matches!(
+            self,
+            Encoding::Alp | Encoding::AlpLz4 | Encoding::AlpZstd | Encoding::AlpAns
+        )
     }
 
     /// Whether the values are delta coded.
@@ -544,7 +553,7 @@ impl Encoding {
     /// The general compression scheme applied to each chunk, if any.
     pub fn scheme(self) -> Option<CompressionScheme> {
         match self {
-            Encoding::Plain | Encoding::Bss | Encoding::Alp => None,
+            Encoding::Plain | Encoding::Bss | Encoding::Alp | Encoding::AlpAns => None,
             Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 | Encoding::DeltaLz4 => {
                 Some(CompressionScheme::Lz4)
             }
@@ -570,7 +579,9 @@ impl Encoding {
         width_from_bits(bits)?;
         let chunk_values = options.chunk_values_for(width)?;
         let inner: Box<dyn MiniBlockCompressor> = if self.is_alp() {
-            let layout = if self.scheme().is_some() {
+            let layout = if self == Encoding::AlpAns {
+                IntLayout::Entropy
+            } else if self.scheme().is_some() {
                 IntLayout::Streams
             } else {
                 IntLayout::Packed
@@ -605,7 +616,11 @@ impl Encoding {
         match encoding.array_encoding.as_ref()? {
             array_encoding::ArrayEncoding::Flat(_) => Some(Encoding::Plain),
             array_encoding::ArrayEncoding::ByteStreamSplit(_) => Some(Encoding::Bss),
-            array_encoding::ArrayEncoding::Alp(_) => Some(Encoding::Alp),
+            array_encoding::ArrayEncoding::Alp(alp) => Some(if alp.entropy_coded {
+                Encoding::AlpAns
+            } else {
+                Encoding::Alp
+            }),
             // Delta alone is never written: it only ever shrinks under a compressor.
             array_encoding::ArrayEncoding::Delta(_) => None,
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
