@@ -13,7 +13,7 @@
 //!   byte 0   mode: 0 raw, 1 constant, 2 tANS
 //!   raw      n bytes as they are
 //!   constant 1 byte: the value of every byte
-//!   tANS     byte  L: table log, 1..=12 (the table has 2^L states)
+//!   tANS     byte  L: table log, 5..=12 (the table has 2^L states)
 //!            byte  k - 1: k symbols, 2..=256
 //!            k bytes: the symbols, strictly increasing
 //!            ceil(k*L/8) bytes: their counts, L bits each, LSB first; each at least 1,
@@ -49,6 +49,10 @@ const MODE_TANS: u8 = 2;
 /// Largest table log: 4096 states.
 pub const MAX_TABLE_LOG: u32 = 12;
 
+/// Smallest table log: 32 states. From 16 states up the spread's step is odd, so it
+/// visits every state; at 8 it would be 8 and put every symbol in state 0.
+pub const MIN_TABLE_LOG: u32 = 5;
+
 /// Longest stream the coder takes: its bit stream's length must fit a u16.
 pub const MAX_STREAM: usize = 1 << 16;
 
@@ -61,7 +65,10 @@ pub fn max_coded_len(n: usize) -> usize {
 /// (finer tables code a chunk's few hundred bytes no better, and every chunk builds its
 /// own), at least two for every symbol, from 5 to [`MAX_TABLE_LOG`].
 fn table_log(n: usize, k: usize) -> u32 {
-    let wanted = (n / 4).max(1).ilog2().clamp(5, MAX_TABLE_LOG - 1);
+    let wanted = (n / 4)
+        .max(1)
+        .ilog2()
+        .clamp(MIN_TABLE_LOG, MAX_TABLE_LOG - 1);
     wanted
         .max((2 * k).next_power_of_two().trailing_zeros())
         .min(MAX_TABLE_LOG)
@@ -361,7 +368,7 @@ pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize> {
             };
             let log = u32::from(log);
             let k = usize::from(k1) + 1;
-            if !(1..=MAX_TABLE_LOG).contains(&log) || k < 2 || k > 1 << log {
+            if !(MIN_TABLE_LOG..=MAX_TABLE_LOG).contains(&log) || k < 2 || k > 1 << log {
                 return Err(corrupt(format!("table log {log} with {k} symbols")));
             }
             let symbols = rest
@@ -491,6 +498,21 @@ mod tests {
         }
     }
 
+    /// For every table log the decoder accepts, the spread visits every state once: each
+    /// symbol holds exactly its count of states.
+    #[test]
+    fn spreads_are_permutations() {
+        for log in MIN_TABLE_LOG..=MAX_TABLE_LOG {
+            let size = 1u32 << log;
+            let norm = [(3u8, 1), (7, size / 2 - 1), (9, size / 2)];
+            let table = spread(&norm, log);
+            for (symbol, count) in norm {
+                let held = table.iter().filter(|&&s| s == symbol).count();
+                assert_eq!(held, count as usize, "log {log}, symbol {symbol}");
+            }
+        }
+    }
+
     #[test]
     fn hostile_streams_are_corrupt_never_a_panic() {
         let mut x = 42u64;
@@ -523,6 +545,10 @@ mod tests {
         bad(&|c| c[0] = 3, "unknown mode");
         bad(&|c| c[1] = 13, "table log 13");
         bad(&|c| c[1] = 0, "table log 0");
+        bad(
+            &|c| c[1] = 3,
+            "table log 3, whose spread would not be a permutation",
+        );
         bad(&|c| c.swap(3, 4), "symbols out of order");
         bad(&|c| c[4] = c[3], "a symbol twice");
         bad(
