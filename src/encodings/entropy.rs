@@ -19,8 +19,10 @@
 //!            ceil(k*L/8) bytes: their counts, L bits each, LSB first; each at least 1,
 //!                   summing to 2^L
 //!            u16 LE: P, the bytes of the bit stream
-//!            P bytes: the bit stream, LSB first: the final encoder state (L bits),
-//!                   then the bits each symbol shed, first symbol first
+//!            P bytes: the bit stream, LSB first: the two final encoder states (L
+//!                   bits each, lane 0 then lane 1), then the bits each symbol shed,
+//!                   first symbol first; byte i is coded in lane i % 2, and the last
+//!                   byte of each lane sheds nothing
 //! ```
 //!
 //! Symbols are spread over the states as Zstd's FSE spreads them (step `5/8 * 2^L + 3`),
@@ -28,7 +30,7 @@
 //! one read of at most L bits; a stream decodes without any other.
 //!
 //! Worked example: 32 bytes, `01 01 01 02 01 01 01 01` four times (28 ones, 4 twos),
-//! take 12 bytes:
+//! take 13 bytes:
 //!
 //! ```text
 //! 02        tANS
@@ -36,8 +38,9 @@
 //! 01        k - 1: two symbols
 //! 01 02     the symbols
 //! 9C 00     their counts, 28 and 4, in 5 bits each (11100, 00100, LSB first)
-//! 03 00     P = 3
-//! 65 39 0C  final state 5 (00101), then the bits the other 31 symbols shed
+//! 04 00        P = 4
+//! 20 BB BE 02  final states 0 and 25 (5 bits each), then the bits the other 30
+//!              symbols shed
 //! ```
 
 use crate::error::{Error, Result};
@@ -45,6 +48,10 @@ use crate::error::{Error, Result};
 const MODE_RAW: u8 = 0;
 const MODE_CONSTANT: u8 = 1;
 const MODE_TANS: u8 = 2;
+
+/// Interleaved coder states: byte i is coded in state i % LANES, so a decoder's table
+/// lookups for neighbouring bytes do not wait for each other.
+const LANES: usize = 2;
 
 /// Largest table log: 4096 states.
 pub const MAX_TABLE_LOG: u32 = 12;
@@ -291,28 +298,37 @@ fn encode_tans(stream: &[u8], counts: &[u32; 256], k: usize, out: &mut Vec<u8>) 
         next[s] += 1;
         states[first[s] + (x - count_of[s]) as usize] = size + u as u32;
     }
-    // Symbols last to first; the first one coded (the stream's last byte) starts from
-    // the first of its states and sheds nothing, as the decoder makes no step after it.
-    let mut shed: Vec<(u32, u32)> = Vec::with_capacity(stream.len());
-    let last = usize::from(*stream.last().expect("two symbols or more"));
-    let mut state = states[first[last]];
-    for &symbol in stream[..stream.len() - 1].iter().rev() {
+    // Symbols last to first, byte i in lane i % LANES; the first one coded into a lane
+    // (its last byte) starts the lane from the first of its states and sheds nothing, as
+    // the decoder makes no step after it. The stream has two symbols or more, so every
+    // lane has a byte.
+    let n = stream.len();
+    let mut shed: Vec<(u32, u32)> = Vec::with_capacity(n);
+    let mut state = [0u32; LANES];
+    for (i, &symbol) in stream.iter().enumerate().rev() {
         let s = usize::from(symbol);
+        let lane = &mut state[i % LANES];
+        if i + LANES >= n {
+            *lane = states[first[s]];
+            continue;
+        }
         let c = count_of[s];
-        let mut bits = state.ilog2() - c.ilog2();
-        if (state >> bits) < c {
+        let mut bits = lane.ilog2() - c.ilog2();
+        if (*lane >> bits) < c {
             bits -= 1;
         }
-        shed.push((state & ((1 << bits) - 1), bits));
-        state = states[first[s] + ((state >> bits) - c) as usize];
+        shed.push((*lane & ((1 << bits) - 1), bits));
+        *lane = states[first[s] + ((*lane >> bits) - c) as usize];
     }
-    let mut bitstream = Vec::with_capacity(stream.len() / 2 + 8);
+    let mut bitstream = Vec::with_capacity(n / 2 + 8);
     let mut writer = BitWriter {
         out: &mut bitstream,
         acc: 0,
         len: 0,
     };
-    writer.put(state - size, log);
+    for lane in state {
+        writer.put(lane - size, log);
+    }
     for &(value, bits) in shed.iter().rev() {
         writer.put(value, bits);
     }
@@ -406,14 +422,32 @@ pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize> {
                 .ok_or_else(|| corrupt(format!("a bit stream of {len} bytes cut short")))?;
             let table = decode_table(&norm, log);
             let mut reader = BitReader::new(bits);
-            let mut state = reader.get(log) as usize;
-            if let Some((last, body)) = out.split_last_mut() {
-                for slot in body {
-                    let entry = table[state];
-                    *slot = entry.symbol;
-                    state = usize::from(entry.base) + reader.get(u32::from(entry.bits)) as usize;
-                }
-                *last = table[state].symbol;
+            let mut state = [0usize; LANES];
+            for lane in &mut state {
+                *lane = reader.get(log) as usize;
+            }
+            // Two lanes, whose table lookups do not wait for each other; the bits are
+            // read in byte order, lane 0's before lane 1's. The last byte of each lane
+            // makes no step.
+            let steps = n.saturating_sub(LANES);
+            let (body, tail) = out.split_at_mut(steps);
+            let mut pairs = body.chunks_exact_mut(LANES);
+            for pair in &mut pairs {
+                let (e0, e1) = (table[state[0]], table[state[1]]);
+                pair[0] = e0.symbol;
+                pair[1] = e1.symbol;
+                state[0] = usize::from(e0.base) + reader.get(u32::from(e0.bits)) as usize;
+                state[1] = usize::from(e1.base) + reader.get(u32::from(e1.bits)) as usize;
+            }
+            if let [slot] = pairs.into_remainder() {
+                let entry = table[state[0]];
+                *slot = entry.symbol;
+                state[0] = usize::from(entry.base) + reader.get(u32::from(entry.bits)) as usize;
+            }
+            // The remainder's byte was in lane 0, so the tail starts in lane 1 then.
+            let first_lane = steps % LANES;
+            for (i, slot) in tail.iter_mut().enumerate() {
+                *slot = table[state[(first_lane + i) % LANES]].symbol;
             }
             // Every byte of the bit stream used, none read past its end.
             let used = (reader.at * 8).saturating_sub(reader.len as usize);
@@ -454,7 +488,10 @@ mod tests {
     fn worked_example() {
         let stream: Vec<u8> = (0..32).map(|i| if i % 8 == 3 { 2 } else { 1 }).collect();
         let coded = round_trip(&stream);
-        assert_eq!(coded, [2, 5, 1, 1, 2, 0x9C, 0x00, 3, 0, 0x65, 0x39, 0x0C]);
+        assert_eq!(
+            coded,
+            [2, 5, 1, 1, 2, 0x9C, 0x00, 4, 0, 0x20, 0xBB, 0xBE, 0x02]
+        );
     }
 
     /// Every length, skewed and uniform, few and all symbols: back byte for byte, and

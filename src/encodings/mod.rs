@@ -738,7 +738,12 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
             format!("byte_stream_split({}-bit)", bss.bits_per_value)
         }
         Some(array_encoding::ArrayEncoding::Alp(alp)) => {
-            format!("alp({}-bit)", alp.bits_per_value)
+            let coded = if alp.entropy_coded {
+                ", entropy-coded"
+            } else {
+                ""
+            };
+            format!("alp({}-bit{coded})", alp.bits_per_value)
         }
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
             format!("delta({}-bit)", delta.bits_per_value)
