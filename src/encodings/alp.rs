@@ -579,7 +579,9 @@ impl AlpEncoder {
             .map(|j| float.read(values, j * step + (j * 5) % step))
             .collect();
         // Bits for the sample as the encoder would store it (integers within a
-        // correction, corrections when they pay, outliers as exceptions).
+        // correction, corrections when they pay; bit-packed, outliers as exceptions; in
+        // byte streams, as zigzag differences, which the frame of reference beats only
+        // where both are cheap).
         let estimate = |scale: &Scale| -> usize {
             let mut hits = [None; SAMPLE];
             for (hit, &(bits, x)) in hits.iter_mut().zip(&sample) {
@@ -590,9 +592,7 @@ impl AlpEncoder {
             let hits = &hits[..sample.len()];
             match self.layout {
                 IntLayout::Packed => plan_bits(hits, float.width),
-                IntLayout::Streams | IntLayout::Entropy => {
-                    plan_bits(hits, float.width).min(delta_plan_bits(hits, float.width))
-                }
+                IntLayout::Streams | IntLayout::Entropy => delta_plan_bits(hits, float.width),
             }
         };
         let mut best = (usize::MAX, Scale::decimal(0, 0));
