@@ -577,7 +577,7 @@ fn timestamps_and_counters_take_delta() {
     let mut t = 1_700_000_000_000_000_000i64;
     let times: ArrayRef = Arc::new(PrimitiveArray::<TimestampNanosecondType>::from_iter(
         (0..100_000).map(|i| {
-            t += 999_000 + next(2_000) as i64;
+            t += 999_000 + next(2_000).cast_signed();
             (i % 97 != 0).then_some(t)
         }),
     ));
