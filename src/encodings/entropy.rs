@@ -144,26 +144,30 @@ struct DecodeEntry {
     base: u16,
 }
 
+/// The decoding table: the spread, then each state's step, in one allocation of `2^log`
+/// entries.
 fn decode_table(norm: &[(u8, u32)], log: u32) -> Vec<DecodeEntry> {
-    let spread = spread(norm, log);
+    let size = 1usize << log;
+    let mask = size - 1;
+    let step = (size >> 1) + (size >> 3) + 3;
+    let mut table = vec![DecodeEntry::default(); size];
+    let mut pos = 0usize;
     let mut next = [0u32; 256];
     for &(symbol, count) in norm {
         next[usize::from(symbol)] = count;
+        for _ in 0..count {
+            table[pos].symbol = symbol;
+            pos = (pos + step) & mask;
+        }
     }
-    let size = 1u32 << log;
-    spread
-        .iter()
-        .map(|&symbol| {
-            let x = next[usize::from(symbol)];
-            next[usize::from(symbol)] += 1;
-            let bits = log - x.ilog2();
-            DecodeEntry {
-                symbol,
-                bits: bits as u8,
-                base: ((x << bits) - size) as u16,
-            }
-        })
-        .collect()
+    for entry in &mut table {
+        let x = next[usize::from(entry.symbol)];
+        next[usize::from(entry.symbol)] += 1;
+        let bits = log - x.ilog2();
+        entry.bits = bits as u8;
+        entry.base = ((x << bits) - size as u32) as u16;
+    }
+    table
 }
 
 /// Appends bits LSB first.
@@ -399,15 +403,15 @@ pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize> {
                 .get(at..at + counts_len)
                 .ok_or_else(|| corrupt("cut inside its counts".to_owned()))?;
             let mut reader = BitReader::new(count_bytes);
-            let mut norm = Vec::with_capacity(k);
+            let mut norm = [(0u8, 0u32); 256];
             let mut sum = 0u32;
-            for &symbol in symbols {
+            for (i, &symbol) in symbols.iter().enumerate() {
                 let count = reader.get(log);
                 if count == 0 {
                     return Err(corrupt(format!("symbol {symbol} with count 0")));
                 }
                 sum += count;
-                norm.push((symbol, count));
+                norm[i] = (symbol, count);
             }
             if sum != 1 << log {
                 return Err(corrupt(format!("counts sum to {sum}, not {}", 1u32 << log)));
@@ -420,7 +424,7 @@ pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize> {
             let bits = rest
                 .get(at + 2..at + 2 + len)
                 .ok_or_else(|| corrupt(format!("a bit stream of {len} bytes cut short")))?;
-            let table = decode_table(&norm, log);
+            let table = decode_table(&norm[..k], log);
             let mut reader = BitReader::new(bits);
             let mut state = [0usize; LANES];
             for lane in &mut state {
