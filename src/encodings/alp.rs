@@ -51,8 +51,6 @@
 //! e  f  b  fl   x = 1         reference 215             0,2,5,5  pos 3   the NaN's bits
 //! ```
 
-use std::borrow::Cow;
-
 use super::{
     checked_len, entropy, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
 };
@@ -916,10 +914,10 @@ struct Chunk<'a> {
     split: bool,
     reference: i64,
     first: i64,
-    /// Borrowed from the chunk, or decoded from its entropy-coded streams.
-    ints: Cow<'a, [u8]>,
+    /// In the chunk, or decoded from its entropy-coded streams into the caller's scratch.
+    ints: &'a [u8],
     /// The correction stream and its bits per value, when the chunk has one.
-    corrections: Option<(Cow<'a, [u8]>, u8)>,
+    corrections: Option<(&'a [u8], u8)>,
     positions: &'a [u8],
     exceptions: &'a [u8],
 }
@@ -928,7 +926,13 @@ impl<'a> Chunk<'a> {
     /// Parses `chunk` as an ALP chunk of `n` values of `float`: every field in range, the
     /// length exactly what the header implies, the positions increasing and in range.
     /// Returns `None` for a plain chunk (whose values follow the header).
-    fn parse(chunk: &'a [u8], n: usize, float: Float) -> Result<Option<Self>> {
+    /// Entropy-coded streams are decoded into `scratch`, which the result borrows.
+    fn parse(
+        chunk: &'a [u8],
+        n: usize,
+        float: Float,
+        scratch: &'a mut Vec<u8>,
+    ) -> Result<Option<Self>> {
         let corrupt = |what: String| Error::corrupt(format!("alp chunk of {n} values: {what}"));
         let entropy = chunk.get(3).is_some_and(|&flags| flags & FLAG_ENTROPY != 0);
         let min_len = if entropy { 4 } else { HEADER_BYTES };
@@ -1051,27 +1055,24 @@ impl<'a> Chunk<'a> {
         };
         let int_bytes = stream_len(bits);
         let correction_bytes = correction_bits.map_or(0, stream_len);
-        let (ints, corrections): (Cow<'a, [u8]>, _) = if entropy {
-            // Each stream decodes to n bytes; what is left must be the exceptions.
-            let mut decode_streams = |len: usize| -> Result<Vec<u8>> {
-                let mut streams = vec![0u8; len];
-                for stream in streams.chunks_exact_mut(n.max(1)) {
-                    pos += entropy::decode(&chunk[pos..], stream)?;
-                }
-                Ok(streams)
-            };
-            let ints = decode_streams(int_bytes)?;
-            let corrections = match correction_bits {
-                Some(cbits) => Some((Cow::Owned(decode_streams(correction_bytes)?), cbits)),
-                None => None,
-            };
+        let (ints, corrections) = if entropy {
+            // Integer streams, then correction streams, each decoding to n bytes, laid
+            // out as the byte-streams layout has them; what is left must be the
+            // exceptions.
+            scratch.clear();
+            scratch.resize(int_bytes + correction_bytes, 0);
+            for stream in scratch.chunks_exact_mut(n.max(1)) {
+                pos += entropy::decode(&chunk[pos..], stream)?;
+            }
             if chunk.len() - pos != count * (2 + float.width) {
                 return Err(corrupt(format!(
                     "{} bytes after its streams for {count} exceptions",
                     chunk.len() - pos
                 )));
             }
-            (Cow::Owned(ints), corrections)
+            let decoded: &'a [u8] = scratch;
+            let (ints, corrections) = decoded.split_at(int_bytes);
+            (ints, correction_bits.map(|cbits| (corrections, cbits)))
         } else {
             let expected = pos + int_bytes + correction_bytes + count * (2 + float.width);
             if chunk.len() != expected {
@@ -1082,10 +1083,10 @@ impl<'a> Chunk<'a> {
             }
             let ints = &chunk[pos..pos + int_bytes];
             pos += int_bytes;
-            let corrections = correction_bits
-                .map(|cbits| (Cow::Borrowed(&chunk[pos..pos + correction_bytes]), cbits));
+            let corrections =
+                correction_bits.map(|cbits| (&chunk[pos..pos + correction_bytes], cbits));
             pos += correction_bytes;
-            (Cow::Borrowed(ints), corrections)
+            (ints, corrections)
         };
         let positions = &chunk[pos..pos + 2 * count];
         let exceptions = &chunk[pos + 2 * count..];
@@ -1183,11 +1184,11 @@ impl<'a> Chunk<'a> {
             }
             at += block.len();
         };
-        read_stream(&self.ints, n, self.bits, self.split, emit);
-        if let Some((bytes, bits)) = &self.corrections {
+        read_stream(self.ints, n, self.bits, self.split, emit);
+        if let Some((bytes, bits)) = self.corrections {
             let float = Float { width: W };
             let mut at = 0usize;
-            read_stream(bytes, n, *bits, self.split, |block| {
+            read_stream(bytes, n, bits, self.split, |block| {
                 let dst = &mut out[at * W..(at + block.len()) * W];
                 for (slot, &z) in dst.chunks_exact_mut(W).zip(block) {
                     let mut le = [0u8; 8];
@@ -1260,7 +1261,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
         num_values: usize,
         storage: ChunkStorage,
         out: &mut [u8],
-        _scratch: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
     ) -> Result<()> {
         super::check_output(out, num_values, self.float.width)?;
         if storage != ChunkStorage::Raw {
@@ -1268,7 +1269,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
                 "an alp chunk is marked compressed, but alp has no compression",
             ));
         }
-        match Chunk::parse(chunk, num_values, self.float)? {
+        match Chunk::parse(chunk, num_values, self.float, scratch)? {
             None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
             Some(parsed) => parsed.decode(num_values, self.float, out),
         }

@@ -119,20 +119,19 @@ fn normalize(counts: &[u32; 256], n: usize, log: u32) -> Vec<(u8, u32)> {
     norm
 }
 
-/// Where each state's symbol is: Zstd's spread, a fixed step that visits every state.
-fn spread(norm: &[(u8, u32)], log: u32) -> Vec<u8> {
+/// Where each state's symbol is: Zstd's spread, a fixed step that visits every state
+/// (odd from 16 states up). Hands `place` each state and its symbol.
+fn spread(norm: &[(u8, u32)], log: u32, mut place: impl FnMut(usize, u8)) {
     let size = 1usize << log;
     let mask = size - 1;
     let step = (size >> 1) + (size >> 3) + 3;
-    let mut table = vec![0u8; size];
     let mut pos = 0usize;
     for &(symbol, count) in norm {
         for _ in 0..count {
-            table[pos] = symbol;
+            place(pos, symbol);
             pos = (pos + step) & mask;
         }
     }
-    table
 }
 
 /// One decoding state: the symbol it yields, how many bits to read and the base of the
@@ -148,17 +147,11 @@ struct DecodeEntry {
 /// entries.
 fn decode_table(norm: &[(u8, u32)], log: u32) -> Vec<DecodeEntry> {
     let size = 1usize << log;
-    let mask = size - 1;
-    let step = (size >> 1) + (size >> 3) + 3;
     let mut table = vec![DecodeEntry::default(); size];
-    let mut pos = 0usize;
+    spread(norm, log, |state, symbol| table[state].symbol = symbol);
     let mut next = [0u32; 256];
     for &(symbol, count) in norm {
         next[usize::from(symbol)] = count;
-        for _ in 0..count {
-            table[pos].symbol = symbol;
-            pos = (pos + step) & mask;
-        }
     }
     for entry in &mut table {
         let x = next[usize::from(entry.symbol)];
@@ -295,8 +288,11 @@ fn encode_tans(stream: &[u8], counts: &[u32; 256], k: usize, out: &mut Vec<u8>) 
         count_of[usize::from(symbol)] = count;
         states.resize(states.len() + count as usize, 0u32);
     }
+    // States in increasing order, each symbol's x counting up from its count.
+    let mut symbols = vec![0u8; size as usize];
+    spread(&norm, log, |state, symbol| symbols[state] = symbol);
     let mut next = count_of;
-    for (u, &symbol) in spread(&norm, log).iter().enumerate() {
+    for (u, &symbol) in symbols.iter().enumerate() {
         let s = usize::from(symbol);
         let x = next[s];
         next[s] += 1;
@@ -546,13 +542,19 @@ mod tests {
         for log in MIN_TABLE_LOG..=MAX_TABLE_LOG {
             let size = 1u32 << log;
             let norm = [(3u8, 1), (7, size / 2 - 1), (9, size / 2)];
-            let table = spread(&norm, log);
+            let mut visits = vec![0u32; size as usize];
+            let mut held = [0u32; 256];
+            spread(&norm, log, |state, symbol| {
+                visits[state] += 1;
+                held[usize::from(symbol)] += 1;
+            });
+            assert!(visits.iter().all(|&v| v == 1), "log {log}");
             for (symbol, count) in norm {
-                let mut held = 0;
-                for &s in &table {
-                    held += usize::from(s == symbol);
-                }
-                assert_eq!(held, count as usize, "log {log}, symbol {symbol}");
+                assert_eq!(
+                    held[usize::from(symbol)],
+                    count,
+                    "log {log}, symbol {symbol}"
+                );
             }
         }
     }
