@@ -1,7 +1,11 @@
 //! Compiles `protos/*.proto` with the pure-Rust `protox` compiler, so no system `protoc` is needed.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let protos = ["protos/encodings.proto", "protos/file.proto"];
+    let protos = [
+        "protos/encodings.proto",
+        "protos/file.proto",
+        "protos/lance.proto",
+    ];
     for proto in &protos {
         println!("cargo:rerun-if-changed={proto}");
     }

@@ -44,6 +44,7 @@ pub mod encodings;
 pub mod error;
 pub mod file;
 mod kernels;
+pub mod lance;
 pub mod page;
 pub mod proto;
 pub mod shuffle;

@@ -676,3 +676,71 @@ impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
             .decompress_uncompressed_chunks_into(chunks, num_values, out, scratch)
     }
 }
+
+/// Appends `src` compressed as one LZ4 block or one Zstd frame (at `level`) to `out`;
+/// the block and frame helpers of Lance's chunk framing (`crate::lance`).
+pub(crate) fn compress_append(
+    scheme: CompressionScheme,
+    level: i32,
+    src: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let start = out.len();
+    let bound = match scheme {
+        CompressionScheme::Lz4 => lz4_flex::block::get_maximum_output_size(src.len()),
+        CompressionScheme::Zstd => zstd::zstd_safe::compress_bound(src.len()),
+    };
+    out.resize(start + bound, 0);
+    let written = match scheme {
+        CompressionScheme::Lz4 => lz4_compress(src, &mut out[start..]),
+        CompressionScheme::Zstd => zstd_compress(src, &mut out[start..], level),
+    };
+    match written {
+        Ok(n) => {
+            out.truncate(start + n);
+            Ok(())
+        }
+        Err(e) => {
+            out.truncate(start);
+            Err(e)
+        }
+    }
+}
+
+/// Decompresses the LZ4 block or Zstd frame `src` into `out` (cleared first), which must
+/// come out exactly `len` bytes long. `len` is allocated at once: callers bound it by what
+/// the chunk can hold before calling.
+pub(crate) fn decompress_exact_len(
+    scheme: CompressionScheme,
+    src: &[u8],
+    len: usize,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.clear();
+    out.resize(len, 0);
+    match scheme {
+        CompressionScheme::Lz4 => {
+            let written = lz4_decompress(src, out)?;
+            check_lz4_len(written, len)
+        }
+        CompressionScheme::Zstd => zstd_decompress(src, out),
+    }
+}
+
+/// Decompresses a Zstd frame of unknown decoded size, at most `limit` bytes, into `out`
+/// (cleared first), growing it only as output comes.
+pub(crate) fn zstd_decompress_bounded(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<()> {
+    let size = zstd::zstd_safe::get_frame_content_size(src).ok().flatten();
+    match size {
+        Some(size) if size <= limit as u64 => {
+            zstd_decompress_growing(src, usize::try_from(size).unwrap_or(usize::MAX), out)
+        }
+        Some(size) => Err(Error::corrupt(format!(
+            "zstd frame of {} bytes claims {size} decoded bytes, more than the {limit} its place allows",
+            src.len()
+        ))),
+        None => Err(Error::unsupported(
+            "a zstd frame that does not record its decoded size",
+        )),
+    }
+}

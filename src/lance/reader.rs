@@ -1,0 +1,372 @@
+//! Reading fixed-width columns of Lance files (format 2.1 and 2.2).
+
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::Arc;
+
+use arrow_array::{make_array, ArrayRef};
+use arrow_buffer::Buffer;
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::proto::lance as pb;
+
+use super::page::decode_page;
+use super::{logical_to_arrow, FOOTER_LEN, MAGIC, PAGE_LAYOUT_URL};
+
+/// Most column metadata bytes a reader accepts per column (a page entry is tens of bytes).
+const MAX_METADATA: u64 = 256 << 20;
+
+/// Most rows a constant page (no buffers, one value) is expanded to.
+const MAX_CONSTANT_ROWS: usize = 1 << 26;
+
+/// One field of a Lance file's schema.
+#[derive(Debug, Clone)]
+pub struct LanceField {
+    /// Its name.
+    pub name: String,
+    /// Lance's logical type ("float", "double", "string", ...).
+    pub logical_type: String,
+    /// Its Arrow type, when it is a fixed-width type this reader decodes.
+    pub data_type: Option<DataType>,
+    /// Whether it may hold nulls.
+    pub nullable: bool,
+    /// The column holding its values, when the schema is flat up to it.
+    column: Option<usize>,
+}
+
+/// A Lance file opened for reading: its footer, schema and column metadata, parsed and
+/// checked once.
+pub struct LanceReader<R> {
+    source: R,
+    len: u64,
+    version: (u16, u16),
+    fields: Vec<LanceField>,
+    columns: Vec<pb::ColumnMetadata>,
+    rows: u64,
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl<R: Read + Seek> LanceReader<R> {
+    /// Opens a Lance file: reads its footer, its schema (global buffer 0) and every
+    /// column's metadata.
+    pub fn open(mut source: R) -> Result<Self> {
+        let io = |what: &str| {
+            let what = what.to_owned();
+            move |source: std::io::Error| Error::Io {
+                context: what,
+                source,
+            }
+        };
+        let len = source
+            .seek(SeekFrom::End(0))
+            .map_err(io("finding the file's size"))?;
+        if len < FOOTER_LEN as u64 {
+            return Err(Error::truncated(format!(
+                "a Lance file of {len} bytes has no footer"
+            )));
+        }
+        let mut footer = [0u8; FOOTER_LEN];
+        source
+            .seek(SeekFrom::Start(len - FOOTER_LEN as u64))
+            .map_err(io("reading the footer"))?;
+        source
+            .read_exact(&mut footer)
+            .map_err(io("reading the footer"))?;
+        if footer[36..40] != MAGIC {
+            return Err(Error::corrupt("not a Lance file (no LANC at its end)"));
+        }
+        let major = u16::from_le_bytes([footer[32], footer[33]]);
+        let minor = u16::from_le_bytes([footer[34], footer[35]]);
+        match (major, minor) {
+            (2, 1 | 2) => {}
+            (0, _) | (2, 0) => {
+                return Err(Error::unsupported(format!(
+                    "Lance file format {major}.{minor} (this reader reads 2.1 and 2.2)"
+                )))
+            }
+            _ => {
+                return Err(Error::unsupported(format!(
+                    "Lance file format {major}.{minor} (this reader reads 2.1 and 2.2)"
+                )))
+            }
+        }
+        let cmo = u64_at(&footer, 8);
+        let gbo = u64_at(&footer, 16);
+        let num_global = u32::from_le_bytes(footer[24..28].try_into().expect("4 bytes")) as u64;
+        let num_columns = u32::from_le_bytes(footer[28..32].try_into().expect("4 bytes")) as u64;
+        let body = len - FOOTER_LEN as u64;
+        let read_range = |source: &mut R, pos: u64, size: u64, what: &str| -> Result<Vec<u8>> {
+            if pos.checked_add(size).is_none_or(|end| end > body) {
+                return Err(Error::corrupt(format!(
+                    "Lance {what} at {pos}+{size} passes the file's {body} bytes"
+                )));
+            }
+            let mut buf = vec![0u8; size as usize];
+            source.seek(SeekFrom::Start(pos)).map_err(io(what))?;
+            source.read_exact(&mut buf).map_err(io(what))?;
+            Ok(buf)
+        };
+        if num_global == 0 {
+            return Err(Error::corrupt("Lance file without its schema buffer"));
+        }
+        let table = read_range(
+            &mut source,
+            gbo,
+            num_global.saturating_mul(16),
+            "global buffer table",
+        )?;
+        let (schema_pos, schema_len) = (u64_at(&table, 0), u64_at(&table, 8));
+        let descriptor = read_range(&mut source, schema_pos, schema_len, "schema")?;
+        let descriptor = pb::FileDescriptor::decode(descriptor.as_slice())
+            .map_err(|e| Error::corrupt(format!("Lance schema does not parse: {e}")))?;
+        let schema = descriptor.schema.unwrap_or_default();
+        let table = read_range(
+            &mut source,
+            cmo,
+            num_columns.saturating_mul(16),
+            "column metadata table",
+        )?;
+        let mut columns = Vec::with_capacity(num_columns as usize);
+        for c in 0..num_columns as usize {
+            let (pos, size) = (u64_at(&table, c * 16), u64_at(&table, c * 16 + 8));
+            if size > MAX_METADATA {
+                return Err(Error::corrupt(format!(
+                    "Lance column {c} metadata of {size} bytes"
+                )));
+            }
+            let bytes = read_range(&mut source, pos, size, "column metadata")?;
+            columns.push(pb::ColumnMetadata::decode(bytes.as_slice()).map_err(|e| {
+                Error::corrupt(format!("Lance column {c} metadata does not parse: {e}"))
+            })?);
+        }
+        // Columns follow the leaf fields in order; a flat schema of primitive and
+        // variable-width fields has one column each. Past a nested field the mapping
+        // would need Lance's structural rules: those fields are listed, not read.
+        let mut fields = Vec::new();
+        let mut next_column = Some(0usize);
+        let ids: Vec<i32> = schema.fields.iter().map(|f| f.id).collect();
+        for f in &schema.fields {
+            let is_child = f.parent_id != -1;
+            let has_children = schema
+                .fields
+                .iter()
+                .any(|g| g.parent_id == f.id && g.parent_id != -1)
+                && ids.contains(&f.id);
+            if is_child {
+                continue;
+            }
+            let data_type = logical_to_arrow(&f.logical_type);
+            let nested = has_children
+                || f.logical_type.starts_with("struct")
+                || f.logical_type.starts_with("list")
+                || f.logical_type.starts_with("large_list")
+                || f.logical_type.starts_with("fixed_size_list");
+            let column = if nested { None } else { next_column };
+            if nested {
+                next_column = None;
+            } else if let Some(c) = next_column.as_mut() {
+                *c += 1;
+            }
+            fields.push(LanceField {
+                name: f.name.clone(),
+                logical_type: f.logical_type.clone(),
+                data_type,
+                nullable: f.nullable,
+                column,
+            });
+        }
+        if let Some(used) = next_column {
+            if used != columns.len() {
+                return Err(Error::corrupt(format!(
+                    "Lance schema has {used} columns, the file {}",
+                    columns.len()
+                )));
+            }
+        }
+        Ok(Self {
+            source,
+            len,
+            version: (major, minor),
+            fields,
+            columns,
+            rows: descriptor.length,
+        })
+    }
+
+    /// The format version, (2, 1) or (2, 2).
+    pub fn version(&self) -> (u16, u16) {
+        self.version
+    }
+
+    /// Every top-level field, decodable or not.
+    pub fn fields(&self) -> &[LanceField] {
+        &self.fields
+    }
+
+    /// Rows in the file.
+    pub fn num_rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The Arrow schema of the fields this reader decodes.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::new(Schema::new(
+            self.fields
+                .iter()
+                .filter(|f| f.column.is_some())
+                .filter_map(|f| {
+                    f.data_type
+                        .clone()
+                        .map(|t| Field::new(&f.name, t, f.nullable))
+                })
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    /// The index in [`fields`](Self::fields) of the field named `name`.
+    pub fn field_index(&self, name: &str) -> Result<usize> {
+        self.fields
+            .iter()
+            .position(|f| f.name == name)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "no field {name:?} in the Lance file (it has {})",
+                    self.fields
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    }
+
+    /// Pages in field `field`'s column.
+    pub fn num_pages(&self, field: usize) -> Result<usize> {
+        Ok(self.columns[self.column_of(field)?.0].pages.len())
+    }
+
+    fn column_of(&self, field: usize) -> Result<(usize, DataType)> {
+        let f = self
+            .fields
+            .get(field)
+            .ok_or_else(|| Error::invalid(format!("no field {field}")))?;
+        let data_type = f.data_type.clone().ok_or_else(|| {
+            Error::unsupported(format!(
+                "Lance field {:?} of type {}: not a fixed-width type",
+                f.name, f.logical_type
+            ))
+        })?;
+        let column = f.column.ok_or_else(|| {
+            Error::unsupported(format!(
+                "Lance field {:?}: fields at or after a nested field are not read",
+                f.name
+            ))
+        })?;
+        Ok((column, data_type))
+    }
+
+    /// Decodes page `page` of field `field`.
+    pub fn read_page(&mut self, field: usize, page: usize) -> Result<ArrayRef> {
+        let (column, data_type) = self.column_of(field)?;
+        let width = data_type
+            .primitive_width()
+            .ok_or_else(|| Error::unsupported(format!("{data_type} is not fixed-width")))?;
+        let meta = self.columns[column]
+            .pages
+            .get(page)
+            .ok_or_else(|| Error::invalid(format!("no page {page}")))?
+            .clone();
+        if meta.buffer_offsets.len() != meta.buffer_sizes.len() {
+            return Err(Error::corrupt(
+                "Lance page with unequal buffer offset and size lists",
+            ));
+        }
+        let encoding = match meta.encoding.and_then(|e| e.location) {
+            Some(pb::encoding::Location::Direct(direct)) => direct.encoding,
+            _ => {
+                return Err(Error::unsupported(
+                    "a Lance page whose encoding is not stored inline",
+                ))
+            }
+        };
+        let any = pb::Any::decode(encoding.as_slice())
+            .map_err(|e| Error::corrupt(format!("Lance page encoding does not parse: {e}")))?;
+        if any.type_url != PAGE_LAYOUT_URL {
+            return Err(Error::unsupported(format!(
+                "a Lance page encoded as {} (this reader reads {PAGE_LAYOUT_URL})",
+                any.type_url
+            )));
+        }
+        let layout = pb::PageLayout::decode(any.value.as_slice())
+            .map_err(|e| Error::corrupt(format!("Lance page layout does not parse: {e}")))?;
+        let rows = usize::try_from(meta.length).map_err(|_| Error::corrupt("page length"))?;
+        let total: u64 = meta
+            .buffer_sizes
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b));
+        if total > self.len {
+            return Err(Error::corrupt(format!(
+                "Lance page buffers of {total} bytes in a {}-byte file",
+                self.len
+            )));
+        }
+        // A constant page has no buffers to bound its rows: the file's row count does.
+        // Other pages are bounded by their chunks (at most 32768 values per 8 bytes), and
+        // their decoded values grow as chunks decode, not by the rows claimed.
+        let is_constant = matches!(
+            layout.layout,
+            Some(pb::page_layout::Layout::ConstantLayout(_))
+        );
+        if is_constant && (rows as u64 > self.rows || rows > MAX_CONSTANT_ROWS) {
+            return Err(Error::unsupported(format!(
+                "a Lance constant page of {rows} rows (this reader expands at most {MAX_CONSTANT_ROWS} rows per page, and no more than the file's {})",
+                self.rows
+            )));
+        }
+        let mut buffers = Vec::with_capacity(meta.buffer_offsets.len());
+        for (&pos, &size) in meta.buffer_offsets.iter().zip(&meta.buffer_sizes) {
+            if pos.checked_add(size).is_none_or(|end| end > self.len) {
+                return Err(Error::corrupt(format!(
+                    "Lance page buffer at {pos}+{size} passes the file's end"
+                )));
+            }
+            let mut buf = vec![0u8; size as usize];
+            let io = |source| Error::Io {
+                context: "reading a Lance page".into(),
+                source,
+            };
+            self.source.seek(SeekFrom::Start(pos)).map_err(io)?;
+            self.source.read_exact(&mut buf).map_err(io)?;
+            buffers.push(buf);
+        }
+        let views: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+        let decoded = decode_page(&layout, &views, rows, width)?;
+        let data = ArrayData::builder(data_type)
+            .len(rows)
+            .add_buffer(Buffer::from_vec(decoded.values))
+            .nulls(decoded.nulls)
+            .align_buffers(true)
+            .build()
+            .map_err(|e| Error::corrupt(format!("decoded Lance page: {e}")))?;
+        Ok(make_array(data))
+    }
+
+    /// Decodes every page of field `field` into one array.
+    pub fn read_column(&mut self, field: usize) -> Result<ArrayRef> {
+        let pages = self.num_pages(field)?;
+        let arrays = (0..pages)
+            .map(|p| self.read_page(field, p))
+            .collect::<Result<Vec<_>>>()?;
+        let (_, data_type) = self.column_of(field)?;
+        if arrays.is_empty() {
+            return Ok(arrow_array::new_empty_array(&data_type));
+        }
+        let refs: Vec<&dyn arrow_array::Array> = arrays.iter().map(AsRef::as_ref).collect();
+        arrow_select::concat::concat(&refs).map_err(|e| Error::invalid(e.to_string()))
+    }
+}
