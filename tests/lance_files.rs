@@ -94,3 +94,107 @@ fn reads_what_pylance_wrote() {
         }
     }
 }
+
+fn batch(rows: usize) -> RecordBatch {
+    let (f64s, f32s) = (f64_values(), f32_values());
+    let nulls = NullBuffer::from((0..rows).map(|i| !(i % 5 == 0 || (700..1900).contains(&i))).collect::<Vec<_>>());
+    let mut odd = f64s[..rows].to_vec();
+    let specials = [-0.0, f64::from_bits(0x7ff8_dead_beef_0001), f64::from_bits(1)];
+    for (v, s) in odd.iter_mut().skip(1).zip(specials) {
+        *v = s;
+    }
+    let schema = Schema::new(vec![
+        Field::new("x64", DataType::Float64, false),
+        Field::new("x32", DataType::Float32, false),
+        Field::new("n64", DataType::Float64, true),
+        Field::new("n32", DataType::Float32, true),
+    ]);
+    RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            Arc::new(Float64Array::from(odd)),
+            Arc::new(Float32Array::from(f32s[..rows].to_vec())),
+            Arc::new(Float64Array::new(f64s[..rows].to_vec().into(), Some(nulls.clone()))),
+            Arc::new(Float32Array::new(f32s[..rows].to_vec().into(), Some(nulls))),
+        ],
+    )
+    .unwrap()
+}
+
+fn option_sets() -> Vec<(&'static str, LanceWriteOptions)> {
+    let with = |values, compression, page_rows| LanceWriteOptions {
+        values,
+        compression,
+        chunk_values: None,
+        page_rows,
+    };
+    vec![
+        ("flat", with(LanceValues::Flat, None, 1 << 20)),
+        ("bss", with(LanceValues::Bss, None, 1 << 20)),
+        ("bss_lz4", with(LanceValues::Bss, Some((CompressionScheme::Lz4, None)), 1 << 20)),
+        ("bss_zstd", with(LanceValues::Bss, Some((CompressionScheme::Zstd, None)), 1 << 20)),
+        ("flat_zstd_pages", with(LanceValues::Flat, Some((CompressionScheme::Zstd, Some(9))), 1500)),
+        ("bss_lz4_pages", with(LanceValues::Bss, Some((CompressionScheme::Lz4, None)), 1000)),
+    ]
+}
+
+fn write(batch: &RecordBatch, options: LanceWriteOptions) -> Vec<u8> {
+    let mut writer = LanceWriter::try_new(Vec::new(), batch.schema().as_ref(), options).unwrap();
+    // Two batches, so pages span batch boundaries.
+    let half = batch.num_rows() / 2;
+    writer.write_batch(&batch.slice(0, half)).unwrap();
+    writer.write_batch(&batch.slice(half, batch.num_rows() - half)).unwrap();
+    writer.finish().unwrap()
+}
+
+#[test]
+fn reads_back_what_it_writes() {
+    let batch = batch(ROWS);
+    for (name, options) in option_sets() {
+        let bytes = write(&batch, options);
+        let mut reader = LanceReader::open(Cursor::new(&bytes)).unwrap();
+        assert_eq!(reader.num_rows(), ROWS as u64);
+        let pages = reader.num_pages(0).unwrap();
+        assert_eq!(pages, ROWS.div_ceil(options.page_rows), "{name}");
+        for (i, want) in batch.columns().iter().enumerate() {
+            let got = reader.read_column(i).unwrap_or_else(|e| panic!("{name} column {i}: {e}"));
+            same_bits(got.as_ref(), want.as_ref());
+        }
+    }
+}
+
+/// Lance's own reader (pylance 14.0.2) reads every file miniblock writes, bit for bit:
+/// `tests/lance/check.py` compares each with the same batch written as Arrow IPC.
+#[test]
+#[cfg_attr(
+    not(pylance),
+    ignore = "needs pylance 14.0.2 in .venv-lance: run .ci/lance-venv (CI does)"
+)]
+fn pylance_reads_what_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for rows in [ROWS, 4, 512, 1025] {
+        let batch = batch(rows);
+        for (name, options) in option_sets() {
+            let path = dir.path().join(format!("{name}_{rows}.lance"));
+            std::fs::write(&path, write(&batch, options)).unwrap();
+            let ipc = File::create(path.with_extension("arrow")).unwrap();
+            let mut ipc = arrow_ipc::writer::FileWriter::try_new(ipc, batch.schema().as_ref()).unwrap();
+            ipc.write(&batch).unwrap();
+            ipc.finish().unwrap();
+            paths.push(path);
+        }
+    }
+    let out = std::process::Command::new(".venv-lance/bin/python")
+        .arg("tests/lance/check.py")
+        .args(&paths)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pylance check failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.lines().filter(|l| l.contains("same bits")).count(), paths.len());
+}
