@@ -11,7 +11,7 @@ use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, RecordBatch};
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema};
 use miniblock::encodings::CompressionScheme;
-use miniblock::lance::{LanceReader, LanceValues, LanceWriteOptions, LanceWriter};
+use miniblock::lance::{LanceEncoding, LanceReader, LanceValues, LanceWriteOptions, LanceWriter};
 
 const ROWS: usize = 5000;
 
@@ -97,9 +97,17 @@ fn reads_what_pylance_wrote() {
 
 fn batch(rows: usize) -> RecordBatch {
     let (f64s, f32s) = (f64_values(), f32_values());
-    let nulls = NullBuffer::from((0..rows).map(|i| !(i % 5 == 0 || (700..1900).contains(&i))).collect::<Vec<_>>());
+    let nulls = NullBuffer::from(
+        (0..rows)
+            .map(|i| !(i % 5 == 0 || (700..1900).contains(&i)))
+            .collect::<Vec<_>>(),
+    );
     let mut odd = f64s[..rows].to_vec();
-    let specials = [-0.0, f64::from_bits(0x7ff8_dead_beef_0001), f64::from_bits(1)];
+    let specials = [
+        -0.0,
+        f64::from_bits(0x7ff8_dead_beef_0001),
+        f64::from_bits(1),
+    ];
     for (v, s) in odd.iter_mut().skip(1).zip(specials) {
         *v = s;
     }
@@ -114,7 +122,10 @@ fn batch(rows: usize) -> RecordBatch {
         vec![
             Arc::new(Float64Array::from(odd)),
             Arc::new(Float32Array::from(f32s[..rows].to_vec())),
-            Arc::new(Float64Array::new(f64s[..rows].to_vec().into(), Some(nulls.clone()))),
+            Arc::new(Float64Array::new(
+                f64s[..rows].to_vec().into(),
+                Some(nulls.clone()),
+            )),
             Arc::new(Float32Array::new(f32s[..rows].to_vec().into(), Some(nulls))),
         ],
     )
@@ -122,19 +133,34 @@ fn batch(rows: usize) -> RecordBatch {
 }
 
 fn option_sets() -> Vec<(&'static str, LanceWriteOptions)> {
-    let with = |values, compression, page_rows| LanceWriteOptions {
+    let fixed = |values, compression| LanceEncoding::Fixed {
         values,
         compression,
+    };
+    let with = |encoding, zstd_level, page_rows| LanceWriteOptions {
+        encoding,
+        zstd_level,
         chunk_values: None,
         page_rows,
     };
+    let (lz4, zstd) = (Some(CompressionScheme::Lz4), Some(CompressionScheme::Zstd));
     vec![
-        ("flat", with(LanceValues::Flat, None, 1 << 20)),
-        ("bss", with(LanceValues::Bss, None, 1 << 20)),
-        ("bss_lz4", with(LanceValues::Bss, Some((CompressionScheme::Lz4, None)), 1 << 20)),
-        ("bss_zstd", with(LanceValues::Bss, Some((CompressionScheme::Zstd, None)), 1 << 20)),
-        ("flat_zstd_pages", with(LanceValues::Flat, Some((CompressionScheme::Zstd, Some(9))), 1500)),
-        ("bss_lz4_pages", with(LanceValues::Bss, Some((CompressionScheme::Lz4, None)), 1000)),
+        ("flat", with(fixed(LanceValues::Flat, None), None, 1 << 20)),
+        ("bss", with(fixed(LanceValues::Bss, None), None, 1 << 20)),
+        ("bss_lz4", with(fixed(LanceValues::Bss, lz4), None, 1 << 20)),
+        (
+            "bss_zstd",
+            with(fixed(LanceValues::Bss, zstd), None, 1 << 20),
+        ),
+        (
+            "flat_zstd_pages",
+            with(fixed(LanceValues::Flat, zstd), Some(9), 1500),
+        ),
+        (
+            "bss_lz4_pages",
+            with(fixed(LanceValues::Bss, lz4), None, 1000),
+        ),
+        ("smallest_pages", with(LanceEncoding::Smallest, None, 2000)),
     ]
 }
 
@@ -143,7 +169,9 @@ fn write(batch: &RecordBatch, options: LanceWriteOptions) -> Vec<u8> {
     // Two batches, so pages span batch boundaries.
     let half = batch.num_rows() / 2;
     writer.write_batch(&batch.slice(0, half)).unwrap();
-    writer.write_batch(&batch.slice(half, batch.num_rows() - half)).unwrap();
+    writer
+        .write_batch(&batch.slice(half, batch.num_rows() - half))
+        .unwrap();
     writer.finish().unwrap()
 }
 
@@ -157,7 +185,9 @@ fn reads_back_what_it_writes() {
         let pages = reader.num_pages(0).unwrap();
         assert_eq!(pages, ROWS.div_ceil(options.page_rows), "{name}");
         for (i, want) in batch.columns().iter().enumerate() {
-            let got = reader.read_column(i).unwrap_or_else(|e| panic!("{name} column {i}: {e}"));
+            let got = reader
+                .read_column(i)
+                .unwrap_or_else(|e| panic!("{name} column {i}: {e}"));
             same_bits(got.as_ref(), want.as_ref());
         }
     }
@@ -179,7 +209,8 @@ fn pylance_reads_what_it_writes() {
             let path = dir.path().join(format!("{name}_{rows}.lance"));
             std::fs::write(&path, write(&batch, options)).unwrap();
             let ipc = File::create(path.with_extension("arrow")).unwrap();
-            let mut ipc = arrow_ipc::writer::FileWriter::try_new(ipc, batch.schema().as_ref()).unwrap();
+            let mut ipc =
+                arrow_ipc::writer::FileWriter::try_new(ipc, batch.schema().as_ref()).unwrap();
             ipc.write(&batch).unwrap();
             ipc.finish().unwrap();
             paths.push(path);
@@ -196,5 +227,8 @@ fn pylance_reads_what_it_writes() {
         "pylance check failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(stdout.lines().filter(|l| l.contains("same bits")).count(), paths.len());
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains("same bits")).count(),
+        paths.len()
+    );
 }

@@ -19,7 +19,8 @@ Examples:
   miniblock decode data.mb out.parquet               every column, types, nulls, metadata kept
   miniblock decode data.mb -o t.f32 --column temperature
   miniblock decode data.mb rows.npy --rows 1000..2000
-  miniblock decode data.mb -c --column t | od -f     raw little-endian values to stdout";
+  miniblock decode data.mb -c --column t | od -f     raw little-endian values to stdout
+  miniblock decode data.lance t.f64 --column t       a column of a Lance file";
 
 /// Output formats of `decode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -42,7 +43,7 @@ const TABLE_STEP_ROWS: usize = 1 << 17;
 /// Arguments of `decode`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A miniblock column file.
+    /// A miniblock column file, or a Lance file (format 2.1 or 2.2).
     input: PathBuf,
     /// Where to write the values.
     #[command(flatten)]
@@ -179,16 +180,113 @@ fn output_format(
     }
 }
 
+/// A file `decode` reads: miniblock's own, or a Lance file (told by its last bytes).
+enum Source {
+    Miniblock(FileReader<BufReader<File>>),
+    Lance {
+        reader: miniblock::lance::LanceReader<BufReader<File>>,
+        schema: arrow_schema::SchemaRef,
+    },
+}
+
+impl Source {
+    fn open(path: &std::path::Path) -> Result<Self, CliError> {
+        let shown = path.display().to_string();
+        let file =
+            File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+        let fail = |e: miniblock::Error| CliError::new(format!("{shown}: {e}"));
+        if super::input::is_lance(path)? {
+            let reader = miniblock::lance::LanceReader::open(BufReader::new(file)).map_err(fail)?;
+            let schema = reader.schema();
+            return Ok(Source::Lance { reader, schema });
+        }
+        Ok(Source::Miniblock(
+            FileReader::open(BufReader::new(file)).map_err(fail)?,
+        ))
+    }
+
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        match self {
+            Source::Miniblock(r) => r.schema().clone(),
+            Source::Lance { schema, .. } => schema.clone(),
+        }
+    }
+
+    fn num_rows(&self) -> u64 {
+        match self {
+            Source::Miniblock(r) => r.num_rows(),
+            Source::Lance { reader, .. } => reader.num_rows(),
+        }
+    }
+
+    fn column_index(&self, name: &str) -> miniblock::Result<usize> {
+        match self {
+            Source::Miniblock(r) => r.column_index(name),
+            Source::Lance { reader, schema } => match schema.index_of(name) {
+                Ok(i) => Ok(i),
+                // Name the field's type when it exists but is not fixed-width.
+                Err(_) => reader.field_index(name).and_then(|f| {
+                    Err(miniblock::Error::Unsupported {
+                        message: format!(
+                            "field {name:?} is {}, not a fixed-width column",
+                            reader.fields()[f].logical_type
+                        ),
+                    })
+                }),
+            },
+        }
+    }
+
+    /// Batches of the given columns over `rows`. A Lance file's columns are read whole
+    /// (their pages need not line up across columns), then sliced.
+    fn scan(
+        self,
+        columns: &[usize],
+        rows: Range<u64>,
+    ) -> miniblock::Result<Box<dyn RecordBatchReader>> {
+        match self {
+            Source::Miniblock(r) => Ok(Box::new(r.scan(&ScanOptions {
+                columns: Some(columns.to_vec()),
+                batch_rows: TABLE_STEP_ROWS,
+                rows: Some(rows),
+            })?)),
+            Source::Lance { mut reader, schema } => {
+                let projected = std::sync::Arc::new(schema.project(columns).map_err(|e| {
+                    miniblock::Error::Unsupported {
+                        message: e.to_string(),
+                    }
+                })?);
+                let mut arrays = Vec::with_capacity(columns.len());
+                for field in projected.fields() {
+                    let index = reader.field_index(field.name())?;
+                    arrays.push(reader.read_column(index)?);
+                }
+                let (start, end) = (rows.start as usize, rows.end as usize);
+                let batches: Vec<Result<RecordBatch, arrow_schema::ArrowError>> = (start..end)
+                    .step_by(TABLE_STEP_ROWS)
+                    .map(|from| {
+                        let len = TABLE_STEP_ROWS.min(end - from);
+                        RecordBatch::try_new(
+                            projected.clone(),
+                            arrays.iter().map(|a| a.slice(from, len)).collect(),
+                        )
+                    })
+                    .collect();
+                Ok(Box::new(arrow_array::RecordBatchIterator::new(
+                    batches, projected,
+                )))
+            }
+        }
+    }
+}
+
 /// Runs `decode`.
 pub fn run(args: &Args) -> Result<(), CliError> {
     let output = args.output.path().ok_or_else(|| {
         CliError::new("name the output: OUTPUT, -o OUTPUT, or -c for standard output")
     })?;
     let shown = args.input.display().to_string();
-    let file =
-        File::open(&args.input).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
-    let reader = FileReader::open(BufReader::new(file))
-        .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+    let reader = Source::open(&args.input)?;
     let schema = reader.schema().clone();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let mut columns = Vec::new();
@@ -236,11 +334,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         usize::try_from(rows.end - rows.start).map_err(|_| CliError::new("row range too large"))?;
     // Decoded in batches of rows, so memory stays at one batch whatever the file's size.
     let mut batches = reader
-        .scan(&ScanOptions {
-            columns: Some(columns.clone()),
-            batch_rows: TABLE_STEP_ROWS,
-            rows: Some(rows.clone()),
-        })
+        .scan(&columns, rows.clone())
         .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
     let out_schema = batches.schema();
     let out_shown = output.display().to_string();

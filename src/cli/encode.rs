@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use miniblock::file::{FileWriter, WriteOptions};
 
 use miniblock::encodings::Strategy;
+use miniblock::lance::{LanceEncoding, LanceWriteOptions, LanceWriter};
 
 use super::progress::{Progress, Unit};
 use super::{input, output, parse_strategy, quiet, CliError, Dtype, EncoderArgs, OutputArgs};
@@ -15,7 +16,9 @@ Examples:
   miniblock encode data.parquet -o t.mb --column temperature --column pressure
   miniblock encode grid.npy grid.mb --encoding alp+zstd --chunk-values 2048
   miniblock encode values.bin v.mb --dtype f64       raw little-endian doubles
-  producer | miniblock encode - --dtype f32 -c > v.mb";
+  producer | miniblock encode - --dtype f32 -c > v.mb
+  miniblock encode data.parquet data.lance           a Lance 2.1 file (auto: smallest Lance form)
+  miniblock encode t.f64 t.lance --encoding bss+zstd Lance's own BSS + Zstd pages";
 
 /// Arguments of `encode`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +26,8 @@ pub struct Args {
     /// Input: .f32/.f64 raw little-endian floats, .npy, Arrow IPC (.arrow/.feather) or
     /// .parquet; `-` reads raw values of `--dtype` from standard input.
     input: PathBuf,
-    /// The miniblock column file to write (default: INPUT's name with `.mb`, beside it).
+    /// The miniblock column file to write (default: INPUT's name with `.mb`, beside it);
+    /// a name ending `.lance` writes a Lance 2.1 file instead.
     #[command(flatten)]
     output: OutputArgs,
     /// Encoding of the pages: auto (chosen per page by trial on a sample), auto:GAIN
@@ -100,12 +104,32 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         page_values: args.page_values.map(|n| n as usize),
         ..WriteOptions::default()
     };
+    let lance = output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("lance"));
+    let lance_options = if lance {
+        Some(LanceWriteOptions {
+            encoding: match args.encoding {
+                Strategy::Auto(_) => LanceEncoding::Smallest,
+                Strategy::Fixed(e) => LanceEncoding::from_encoding(e)
+                    .map_err(|e| CliError::new(format!("--encoding for a .lance output: {e}")))?,
+            },
+            zstd_level: Some(args.encoder.zstd_level),
+            chunk_values: args.encoder.chunk_values,
+            page_rows: args.page_values.map_or(1 << 20, |n| n as usize),
+        })
+    } else {
+        None
+    };
     let schema = input.schema.clone();
     let shown = output.display().to_string();
     let mut rows = 0u64;
     output::write_output(&output, &[&args.input], args.output.force, |sink| {
-        let mut writer = FileWriter::try_new(sink, &schema, options)
-            .map_err(|e| CliError::new(format!("{}: {e}", args.input.display())))?;
+        let fail = |e: miniblock::Error| CliError::new(format!("{}: {e}", args.input.display()));
+        let mut writer = match lance_options {
+            Some(o) => Writer::Lance(LanceWriter::try_new(sink, &schema, o).map_err(fail)?),
+            None => Writer::Miniblock(FileWriter::try_new(sink, &schema, options).map_err(fail)?),
+        };
         while let Some(batch) = input.next_batch() {
             let batch = batch?;
             rows += batch.num_rows() as u64;
@@ -144,6 +168,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let written = std::fs::metadata(&output).map_or(0, |m| m.len());
     let raw = rows.saturating_mul(row_bytes);
+    if lance {
+        return say!(
+            "wrote {shown}: a Lance 2.1 file, {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}",
+            schema.fields().len(),
+            raw as f64 / written.max(1) as f64,
+            args.encoding
+        );
+    }
     say!(
         "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}",
         schema.fields().len(),
@@ -152,6 +184,28 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         chosen_summary(&output)?
     )?;
     Ok(())
+}
+
+/// The file being written: miniblock's own, or Lance (for a `.lance` output).
+enum Writer<W: std::io::Write> {
+    Miniblock(FileWriter<W>),
+    Lance(LanceWriter<W>),
+}
+
+impl<W: std::io::Write> Writer<W> {
+    fn write_batch(&mut self, batch: &arrow_array::RecordBatch) -> miniblock::Result<()> {
+        match self {
+            Writer::Miniblock(w) => w.write_batch(batch),
+            Writer::Lance(w) => w.write_batch(batch),
+        }
+    }
+
+    fn finish(self) -> miniblock::Result<()> {
+        match self {
+            Writer::Miniblock(w) => w.finish().map(drop),
+            Writer::Lance(w) => w.finish().map(drop),
+        }
+    }
 }
 
 /// How many pages of the written file use each encoding, e.g. `bss+zstd x3, lz4 x1`.

@@ -76,9 +76,10 @@ pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Inpu
             }
             "arrow" | "arrows" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
             "parquet" | "pq" => parquet(file, wanted, &shown)?,
+            _ if is_lance(path)? => lance(file, wanted, &shown)?,
             _ => {
                 return Err(CliError::new(format!(
-                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .arrows, .feather or .parquet (or --dtype for raw floats)"
+                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .arrows, .feather, .parquet or a Lance file (or --dtype for raw floats)"
                 )))
             }
         }
@@ -601,6 +602,71 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliErro
     Ok((schema, rows.map(Size::Rows), Box::new(batches)))
 }
 
+/// Whether `path` is a Lance file: it ends with Lance's magic `LANC`.
+pub fn is_lance(path: &Path) -> Result<bool, CliError> {
+    use std::io::{Seek, SeekFrom};
+    let shown = path.display().to_string();
+    let mut file =
+        File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+    let len = file
+        .seek(SeekFrom::End(0))
+        .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
+    if len < 40 {
+        return Ok(false);
+    }
+    let mut magic = [0u8; 4];
+    file.seek(SeekFrom::End(-4))
+        .and_then(|_| file.read_exact(&mut magic))
+        .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;
+    Ok(magic == miniblock::lance::MAGIC)
+}
+
+/// A Lance file's fixed-width columns (`wanted`, or all), read column by column and
+/// handed out in batches.
+fn lance(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError> {
+    let fail = |e: miniblock::Error| CliError::new(format!("{shown}: {e}"));
+    let mut reader = miniblock::lance::LanceReader::open(BufReader::new(file)).map_err(fail)?;
+    let names: Vec<String> = if wanted.is_empty() {
+        reader
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect()
+    } else {
+        wanted.to_vec()
+    };
+    let mut fields = Vec::with_capacity(names.len());
+    let mut arrays = Vec::with_capacity(names.len());
+    for name in &names {
+        let index = reader.field_index(name).map_err(fail)?;
+        let field = &reader.fields()[index];
+        let Some(data_type) = field.data_type.clone() else {
+            return Err(CliError::new(format!(
+                "{shown}: column {name:?} is {}, not a fixed-width column",
+                field.logical_type
+            )));
+        };
+        fields.push(Field::new(name, data_type, field.nullable));
+        arrays.push(reader.read_column(index).map_err(fail)?);
+    }
+    if fields.is_empty() {
+        return Err(CliError::new(format!("{shown}: no fixed-width columns")));
+    }
+    let schema: SchemaRef = Arc::new(Schema::new(fields));
+    let rows = reader.num_rows() as usize;
+    let batch_schema = schema.clone();
+    let batches = (0..rows).step_by(BATCH_VALUES).map(move |from| {
+        let len = BATCH_VALUES.min(rows - from);
+        RecordBatch::try_new(
+            batch_schema.clone(),
+            arrays.iter().map(|a| a.slice(from, len)).collect(),
+        )
+        .map_err(|e| CliError::new(e.to_string()))
+    });
+    Ok((schema, Some(Size::Rows(rows as u64)), Box::new(batches)))
+}
+
 /// A file of another format than miniblock's, as `inspect` describes it.
 pub struct Foreign {
     /// "Parquet", "Arrow IPC file", ...
@@ -629,6 +695,37 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
         .unwrap_or_default();
     if magic.starts_with(&miniblock::file::MAGIC) {
         return Ok(None);
+    }
+    if is_lance(path)? {
+        let reader = miniblock::lance::LanceReader::open(BufReader::new(file))
+            .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
+        let fields: Vec<Field> = reader
+            .fields()
+            .iter()
+            .map(|f| {
+                let data_type = f
+                    .data_type
+                    .clone()
+                    .unwrap_or(match f.logical_type.as_str() {
+                        "string" => DataType::Utf8,
+                        "large_string" => DataType::LargeUtf8,
+                        "binary" => DataType::Binary,
+                        "large_binary" => DataType::LargeBinary,
+                        "bool" => DataType::Boolean,
+                        _ => DataType::Null,
+                    });
+                Field::new(&f.name, data_type, f.nullable)
+            })
+            .collect();
+        let format = match reader.version() {
+            (2, 1) => "Lance (format 2.1)",
+            _ => "Lance (format 2.2)",
+        };
+        return Ok(Some(Foreign {
+            format,
+            schema: Schema::new(fields),
+            rows: Some(reader.num_rows()),
+        }));
     }
     std::io::Seek::rewind(&mut file)
         .map_err(|e| CliError::new(format!("cannot read {shown}: {e}")))?;

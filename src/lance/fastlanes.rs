@@ -147,7 +147,7 @@ mod tests {
                     (1u64 << width) - 1
                 };
                 let mut values = [0u64; BLOCK];
-                for v in values.iter_mut() {
+                for v in &mut values {
                     state ^= state << 13;
                     state ^= state >> 7;
                     state ^= state << 17;

@@ -31,7 +31,7 @@ use arrow_schema::{DataType, TimeUnit};
 
 pub use page::LanceValues;
 pub use reader::{LanceField, LanceReader};
-pub use writer::{LanceWriteOptions, LanceWriter};
+pub use writer::{LanceEncoding, LanceWriteOptions, LanceWriter};
 
 /// The last four bytes of a Lance file.
 pub const MAGIC: [u8; 4] = *b"LANC";

@@ -145,7 +145,7 @@ struct ChunkEntry {
 
 fn chunk_table(meta: &[u8], large: bool, rows: usize, data_len: usize) -> Result<Vec<ChunkEntry>> {
     let word = if large { 4 } else { 2 };
-    if meta.len() % word != 0 {
+    if !meta.len().is_multiple_of(word) {
         return Err(Error::corrupt(format!(
             "Lance chunk metadata of {} bytes is not whole {word}-byte words",
             meta.len()
@@ -243,41 +243,38 @@ fn decode_mini_block(
             decoder.num_buffers()
         )));
     }
-    let dictionary = match &mb.dictionary {
-        Some(items) => {
-            let n = usize::try_from(mb.num_dictionary_items)
-                .map_err(|_| Error::corrupt("dictionary size"))?;
-            let buf = buffers.get(2).ok_or_else(|| {
-                Error::corrupt("Lance dictionary page without its dictionary buffer")
-            })?;
-            if n > buf.len().saturating_mul(256).saturating_add(1024) {
-                return Err(Error::corrupt(format!(
-                    "Lance dictionary of {n} items in {} bytes",
-                    buf.len()
-                )));
-            }
-            let (item_width, items) = decode_items(items, buf, n)?;
-            if item_width != width {
-                return Err(Error::corrupt(format!(
-                    "Lance dictionary of {item_width}-byte items for {width}-byte values"
-                )));
-            }
-            if !matches!(decoder.width(), 1 | 2 | 4 | 8) {
-                return Err(Error::corrupt(
-                    "Lance dictionary indices wider than 8 bytes",
-                ));
-            }
-            Some((n, items))
+    let dictionary = if let Some(items) = &mb.dictionary {
+        let n = usize::try_from(mb.num_dictionary_items)
+            .map_err(|_| Error::corrupt("dictionary size"))?;
+        let buf = buffers
+            .get(2)
+            .ok_or_else(|| Error::corrupt("Lance dictionary page without its dictionary buffer"))?;
+        if n > buf.len().saturating_mul(256).saturating_add(1024) {
+            return Err(Error::corrupt(format!(
+                "Lance dictionary of {n} items in {} bytes",
+                buf.len()
+            )));
         }
-        None => {
-            if decoder.width() != width {
-                return Err(Error::corrupt(format!(
-                    "Lance page of {width}-byte values decodes to {}-byte values",
-                    decoder.width()
-                )));
-            }
-            None
+        let (item_width, items) = decode_items(items, buf, n)?;
+        if item_width != width {
+            return Err(Error::corrupt(format!(
+                "Lance dictionary of {item_width}-byte items for {width}-byte values"
+            )));
         }
+        if !matches!(decoder.width(), 1 | 2 | 4 | 8) {
+            return Err(Error::corrupt(
+                "Lance dictionary indices wider than 8 bytes",
+            ));
+        }
+        Some((n, items))
+    } else {
+        if decoder.width() != width {
+            return Err(Error::corrupt(format!(
+                "Lance page of {width}-byte values decodes to {}-byte values",
+                decoder.width()
+            )));
+        }
+        None
     };
     let expected_buffers = 2 + usize::from(dictionary.is_some());
     if buffers.len() != expected_buffers {
@@ -400,7 +397,7 @@ pub(crate) struct EncodedLancePage {
 /// shrinks the page's value bytes, as Lance's writer does (whole page, not per chunk).
 pub(crate) fn encode_page(spec: &PageSpec<'_>) -> Result<EncodedLancePage> {
     let width = spec.width;
-    if spec.values.len() % width != 0 {
+    if !spec.values.len().is_multiple_of(width) {
         return Err(Error::invalid("page bytes are not whole values"));
     }
     let rows = spec.values.len() / width;

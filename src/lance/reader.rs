@@ -84,11 +84,6 @@ impl<R: Read + Seek> LanceReader<R> {
         let minor = u16::from_le_bytes([footer[34], footer[35]]);
         match (major, minor) {
             (2, 1 | 2) => {}
-            (0, _) | (2, 0) => {
-                return Err(Error::unsupported(format!(
-                    "Lance file format {major}.{minor} (this reader reads 2.1 and 2.2)"
-                )))
-            }
             _ => {
                 return Err(Error::unsupported(format!(
                     "Lance file format {major}.{minor} (this reader reads 2.1 and 2.2)"
@@ -97,8 +92,12 @@ impl<R: Read + Seek> LanceReader<R> {
         }
         let cmo = u64_at(&footer, 8);
         let gbo = u64_at(&footer, 16);
-        let num_global = u32::from_le_bytes(footer[24..28].try_into().expect("4 bytes")) as u64;
-        let num_columns = u32::from_le_bytes(footer[28..32].try_into().expect("4 bytes")) as u64;
+        let num_global = u64::from(u32::from_le_bytes(
+            footer[24..28].try_into().expect("4 bytes"),
+        ));
+        let num_columns = u64::from(u32::from_le_bytes(
+            footer[28..32].try_into().expect("4 bytes"),
+        ));
         let body = len - FOOTER_LEN as u64;
         let read_range = |source: &mut R, pos: u64, size: u64, what: &str| -> Result<Vec<u8>> {
             if pos.checked_add(size).is_none_or(|end| end > body) {
@@ -179,6 +178,16 @@ impl<R: Read + Seek> LanceReader<R> {
                 nullable: f.nullable,
                 column,
             });
+        }
+        if let Some(f) = fields
+            .iter()
+            .find(|f| f.column.is_some_and(|c| c >= columns.len()))
+        {
+            return Err(Error::corrupt(format!(
+                "Lance field {:?} has no column: the file has {}",
+                f.name,
+                columns.len()
+            )));
         }
         if let Some(used) = next_column {
             if used != columns.len() {

@@ -6,24 +6,66 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 use prost::Message;
 
-use crate::encodings::CompressionScheme;
+use crate::encodings::{CompressionScheme, Encoding};
 use crate::error::{Error, Result};
 use crate::proto::lance as pb;
 
 use super::page::{encode_page, LanceValues, PageSpec};
 use super::{arrow_to_logical, COLUMN_ENCODING_URL, MAGIC, PAGE_LAYOUT_URL};
 
+/// A general compression scheme and its level.
+type Compression = Option<(CompressionScheme, Option<i32>)>;
+
 /// Page buffers start at multiples of this, as Lance's writer places them.
 const BUFFER_ALIGN: u64 = 64;
+
+/// How a page's chunks are stored in a Lance file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LanceEncoding {
+    /// Every page the same way: flat or byte stream split chunks, each compressed with
+    /// LZ4 or Zstd when that shrinks the page (Lance's own rule: whole pages fall back).
+    Fixed {
+        /// Flat or byte stream split.
+        values: LanceValues,
+        /// General compression of every chunk.
+        compression: Option<CompressionScheme>,
+    },
+    /// Each page the smallest of flat and byte stream split (32- and 64-bit values), each
+    /// bare, under LZ4 and under Zstd.
+    Smallest,
+}
+
+impl LanceEncoding {
+    /// The Lance form of one of miniblock's encodings: plain, lz4, zstd, bss, bss+lz4 and
+    /// bss+zstd have one; the others are refused by name.
+    pub fn from_encoding(encoding: Encoding) -> Result<Self> {
+        let (values, compression) = match encoding {
+            Encoding::Plain => (LanceValues::Flat, None),
+            Encoding::Lz4 => (LanceValues::Flat, Some(CompressionScheme::Lz4)),
+            Encoding::Zstd => (LanceValues::Flat, Some(CompressionScheme::Zstd)),
+            Encoding::Bss => (LanceValues::Bss, None),
+            Encoding::BssLz4 => (LanceValues::Bss, Some(CompressionScheme::Lz4)),
+            Encoding::BssZstd => (LanceValues::Bss, Some(CompressionScheme::Zstd)),
+            other => {
+                return Err(Error::unsupported(format!(
+                    "{other} has no Lance 2.1 equivalent; a Lance file takes plain, lz4, zstd, bss, bss+lz4, bss+zstd or auto"
+                )))
+            }
+        };
+        Ok(LanceEncoding::Fixed {
+            values,
+            compression,
+        })
+    }
+}
 
 /// How [`LanceWriter`] encodes pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LanceWriteOptions {
-    /// Flat or byte stream split chunks.
-    pub values: LanceValues,
-    /// General compression of every chunk (and its level), kept for a page only when it
-    /// shrinks it.
-    pub compression: Option<(CompressionScheme, Option<i32>)>,
+    /// How chunks are stored.
+    pub encoding: LanceEncoding,
+    /// The Zstd level (`None`: Lance's default, 3), recorded in the page description.
+    pub zstd_level: Option<i32>,
     /// Values per chunk; `None` for 4 KiB of values (1024 f32, 512 f64), as Lance.
     pub chunk_values: Option<usize>,
     /// Rows per page (the last page of a column may hold fewer).
@@ -33,8 +75,8 @@ pub struct LanceWriteOptions {
 impl Default for LanceWriteOptions {
     fn default() -> Self {
         Self {
-            values: LanceValues::Bss,
-            compression: Some((CompressionScheme::Zstd, None)),
+            encoding: LanceEncoding::Smallest,
+            zstd_level: None,
             chunk_values: None,
             page_rows: 1 << 20,
         }
@@ -67,7 +109,14 @@ impl<W: Write> LanceWriter<W> {
                     field.data_type()
                 )));
             }
-            if options.values == LanceValues::Bss && !matches!(width, Some(4 | 8)) {
+            let bss = matches!(
+                options.encoding,
+                LanceEncoding::Fixed {
+                    values: LanceValues::Bss,
+                    ..
+                }
+            );
+            if bss && !matches!(width, Some(4 | 8)) {
                 return Err(Error::invalid(format!(
                     "column {:?} of type {}: Lance's byte stream split takes 32- and 64-bit values only",
                     field.name(),
@@ -153,15 +202,47 @@ impl<W: Write> LanceWriter<W> {
         } else {
             None
         };
-        let spec = PageSpec {
-            values,
-            width,
-            nulls: nulls.as_ref(),
-            chunk_values: self.options.chunk_values.unwrap_or(4096 / width),
-            transform: self.options.values,
-            compression: self.options.compression,
+        let level = self.options.zstd_level;
+        let candidates: Vec<(LanceValues, Compression)> = match self.options.encoding {
+            LanceEncoding::Fixed {
+                values,
+                compression,
+            } => vec![(values, compression.map(|c| (c, level)))],
+            LanceEncoding::Smallest => {
+                let transforms: &[LanceValues] = if matches!(width, 4 | 8) {
+                    &[LanceValues::Flat, LanceValues::Bss]
+                } else {
+                    &[LanceValues::Flat]
+                };
+                let schemes = [
+                    None,
+                    Some((CompressionScheme::Lz4, None)),
+                    Some((CompressionScheme::Zstd, level)),
+                ];
+                transforms
+                    .iter()
+                    .flat_map(|&t| schemes.iter().map(move |&c| (t, c)))
+                    .collect()
+            }
         };
-        let encoded = encode_page(&spec)?;
+        let mut best: Option<super::page::EncodedLancePage> = None;
+        for (transform, compression) in candidates {
+            let spec = PageSpec {
+                values,
+                width,
+                nulls: nulls.as_ref(),
+                chunk_values: self.options.chunk_values.unwrap_or(4096 / width),
+                transform,
+                compression,
+            };
+            let page = encode_page(&spec)?;
+            let size =
+                |p: &super::page::EncodedLancePage| p.buffers.iter().map(Vec::len).sum::<usize>();
+            if best.as_ref().is_none_or(|b| size(&page) < size(b)) {
+                best = Some(page);
+            }
+        }
+        let encoded = best.ok_or_else(|| Error::invalid("no Lance encoding to try"))?;
         let mut offsets = Vec::with_capacity(2);
         let mut sizes = Vec::with_capacity(2);
         for buffer in &encoded.buffers {
@@ -199,7 +280,7 @@ impl<W: Write> LanceWriter<W> {
             .map(|(i, f)| pb::Field {
                 r#type: 0,
                 name: f.name().clone(),
-                id: i as i32,
+                id: i32::try_from(i).unwrap_or(i32::MAX),
                 parent_id: -1,
                 logical_type: arrow_to_logical(f.data_type()).unwrap_or_default(),
                 nullable: f.is_nullable(),
