@@ -141,7 +141,7 @@ fn option_sets() -> Vec<(&'static str, LanceWriteOptions)> {
         encoding,
         zstd_level,
         chunk_values: None,
-        page_rows,
+        page_rows: Some(page_rows),
     };
     let (lz4, zstd) = (Some(CompressionScheme::Lz4), Some(CompressionScheme::Zstd));
     vec![
@@ -183,7 +183,7 @@ fn reads_back_what_it_writes() {
         let mut reader = LanceReader::open(Cursor::new(&bytes)).unwrap();
         assert_eq!(reader.num_rows(), ROWS as u64);
         let pages = reader.num_pages(0).unwrap();
-        assert_eq!(pages, ROWS.div_ceil(options.page_rows), "{name}");
+        assert_eq!(pages, ROWS.div_ceil(options.page_rows.unwrap()), "{name}");
         for (i, want) in batch.columns().iter().enumerate() {
             let got = reader
                 .read_column(i)

@@ -116,7 +116,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             },
             zstd_level: Some(args.encoder.zstd_level),
             chunk_values: args.encoder.chunk_values,
-            page_rows: args.page_values.map_or(1 << 20, |n| n as usize),
+            page_rows: args.page_values.map(|n| n as usize),
         })
     } else {
         None

@@ -365,6 +365,9 @@ pub(crate) fn decompress_buffer(
 }
 
 /// Appends `src` compressed the Lance way (size prefix, then the block or frame) to `out`.
+/// LZ4 blocks come from liblz4's default mode, Lance's own compressor, so a page is the
+/// bytes Lance writes for it (lz4_flex, miniblock's own LZ4 writer, makes blocks a few
+/// percent larger on some data).
 pub(crate) fn compress_buffer(
     scheme: CompressionScheme,
     level: i32,
@@ -373,13 +376,20 @@ pub(crate) fn compress_buffer(
 ) -> Result<()> {
     match scheme {
         CompressionScheme::Lz4 => {
-            let len =
-                u32::try_from(src.len()).map_err(|_| Error::invalid("LZ4 buffer over 4 GiB"))?;
-            out.extend_from_slice(&len.to_le_bytes());
+            let start = out.len();
+            let bound = lz4::block::compress_bound(src.len())
+                .map_err(|e| Error::invalid(format!("LZ4 buffer of {} bytes: {e}", src.len())))?;
+            out.resize(start + 4 + bound, 0);
+            let written = lz4::block::compress_to_buffer(src, None, true, &mut out[start..])
+                .map_err(|e| Error::invalid(format!("LZ4 compression failed: {e}")))?;
+            out.truncate(start + written);
+            Ok(())
         }
-        CompressionScheme::Zstd => out.extend_from_slice(&(src.len() as u64).to_le_bytes()),
+        CompressionScheme::Zstd => {
+            out.extend_from_slice(&(src.len() as u64).to_le_bytes());
+            compress_append(scheme, level, src, out)
+        }
     }
-    compress_append(scheme, level, src, out)
 }
 
 /// Decodes a block of 16-bit repetition or definition levels (one buffer for a chunk).

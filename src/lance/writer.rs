@@ -16,6 +16,9 @@ use super::{arrow_to_logical, COLUMN_ENCODING_URL, MAGIC, PAGE_LAYOUT_URL};
 /// A general compression scheme and its level.
 type Compression = Option<(CompressionScheme, Option<i32>)>;
 
+/// Default page size in value bytes (Lance's writer buffers 8 MiB per column).
+const PAGE_BYTES: usize = 8 << 20;
+
 /// Page buffers start at multiples of this, as Lance's writer places them.
 const BUFFER_ALIGN: u64 = 64;
 
@@ -68,8 +71,9 @@ pub struct LanceWriteOptions {
     pub zstd_level: Option<i32>,
     /// Values per chunk; `None` for 4 KiB of values (1024 f32, 512 f64), as Lance.
     pub chunk_values: Option<usize>,
-    /// Rows per page (the last page of a column may hold fewer).
-    pub page_rows: usize,
+    /// Rows per page (the last page of a column may hold fewer); `None`: 8 MiB of the
+    /// widest column's values, like Lance's writer.
+    pub page_rows: Option<usize>,
 }
 
 impl Default for LanceWriteOptions {
@@ -78,7 +82,7 @@ impl Default for LanceWriteOptions {
             encoding: LanceEncoding::Smallest,
             zstd_level: None,
             chunk_values: None,
-            page_rows: 1 << 20,
+            page_rows: None,
         }
     }
 }
@@ -90,6 +94,7 @@ pub struct LanceWriter<W: Write> {
     position: u64,
     schema: SchemaRef,
     options: LanceWriteOptions,
+    page_rows: usize,
     columns: Vec<pb::ColumnMetadata>,
     pending: Vec<Vec<ArrayRef>>,
     pending_rows: usize,
@@ -124,7 +129,14 @@ impl<W: Write> LanceWriter<W> {
                 )));
             }
         }
-        if options.page_rows == 0 {
+        let widest = schema
+            .fields()
+            .iter()
+            .filter_map(|f| f.data_type().primitive_width())
+            .max()
+            .unwrap_or(8);
+        let page_rows = options.page_rows.unwrap_or(PAGE_BYTES / widest);
+        if page_rows == 0 {
             return Err(Error::invalid("pages of 0 rows"));
         }
         Ok(Self {
@@ -132,6 +144,7 @@ impl<W: Write> LanceWriter<W> {
             position: 0,
             schema: std::sync::Arc::new(schema.clone()),
             options,
+            page_rows,
             columns: vec![pb::ColumnMetadata::default(); schema.fields().len()],
             pending: vec![Vec::new(); schema.fields().len()],
             pending_rows: 0,
@@ -157,8 +170,8 @@ impl<W: Write> LanceWriter<W> {
             pending.push(column.clone());
         }
         self.pending_rows += batch.num_rows();
-        while self.pending_rows >= self.options.page_rows {
-            self.flush_page(self.options.page_rows)?;
+        while self.pending_rows >= self.page_rows {
+            self.flush_page(self.page_rows)?;
         }
         Ok(())
     }
