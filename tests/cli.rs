@@ -1785,3 +1785,84 @@ fn an_interrupted_bar_is_cleared_from_the_terminal() {
         "{after:?}"
     );
 }
+
+/// `.lance` outputs are Lance files that decode back bit for bit; Lance files written by
+/// pylance are inputs of `decode`, `inspect` and `encode`; what Lance cannot express, and
+/// columns that are not fixed-width, are named.
+#[test]
+fn lance_files_in_and_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let lance = dir.path().join("d.lance");
+    let back = dir.path().join("back.f64");
+    let (lance_s, back_s) = (lance.to_str().unwrap(), back.to_str().unwrap());
+    for encoding in ["auto", "bss+zstd", "bss+lz4", "plain"] {
+        let out = ok(&[
+            "encode",
+            "data/tmy3_Dry_bulb.f64",
+            lance_s,
+            "--encoding",
+            encoding,
+            "-f",
+        ]);
+        assert!(out.contains("a Lance 2.1 file"), "{out}");
+        ok(&["decode", lance_s, back_s, "-f"]);
+        assert_eq!(
+            fs::read(&back).unwrap(),
+            fs::read("data/tmy3_Dry_bulb.f64").unwrap()
+        );
+    }
+    let err = fails(&[
+        "encode",
+        "data/tmy3_Dry_bulb.f64",
+        lance_s,
+        "--encoding",
+        "alp+zstd",
+        "-f",
+    ]);
+    assert!(
+        err.contains("alp+zstd has no Lance 2.1 equivalent"),
+        "{err}"
+    );
+
+    let out = ok(&["inspect", "tests/lance/mixed_2.2.lance"]);
+    assert!(
+        out.contains("Lance (format 2.2)") && out.contains("label (Utf8, not encodable)"),
+        "{out}"
+    );
+    let err = fails(&[
+        "decode",
+        "tests/lance/mixed_2.2.lance",
+        back_s,
+        "--column",
+        "label",
+        "-f",
+    ]);
+    assert!(err.contains("\"label\" is string"), "{err}");
+    let bin = dir.path().join("b.bin");
+    ok(&[
+        "decode",
+        "tests/lance/mixed_2.2.lance",
+        bin.to_str().unwrap(),
+        "--column",
+        "b",
+    ]);
+    assert_eq!(
+        fs::read(&bin).unwrap(),
+        [1i32, 2, 3]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<_>>()
+    );
+    let mb = dir.path().join("m.mb");
+    let out = miniblock(&[
+        "encode",
+        "tests/lance/mixed_2.2.lance",
+        mb.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("skipped: label (string)") && stderr.contains("took 2 of 3 columns"),
+        "{stderr}"
+    );
+}

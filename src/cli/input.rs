@@ -627,12 +627,19 @@ fn lance(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError>
     let fail = |e: miniblock::Error| CliError::new(format!("{shown}: {e}"));
     let mut reader = miniblock::lance::LanceReader::open(BufReader::new(file)).map_err(fail)?;
     let names: Vec<String> = if wanted.is_empty() {
-        reader
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.name().clone())
-            .collect()
+        let readable = reader.schema();
+        let all = reader.fields();
+        if readable.fields().len() < all.len() {
+            for field in all.iter().filter(|f| readable.index_of(&f.name).is_err()) {
+                eprintln!("skipped: {} ({})", field.name, field.logical_type);
+            }
+            eprintln!(
+                "{shown}: took {} of {} columns (only fixed-width columns can be encoded)",
+                readable.fields().len(),
+                all.len()
+            );
+        }
+        readable.fields().iter().map(|f| f.name().clone()).collect()
     } else {
         wanted.to_vec()
     };

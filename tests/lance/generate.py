@@ -21,3 +21,9 @@ for ver in ['2.1', '2.2']:
         back = lance.file.LanceFileReader(p).read_all().to_table()
         assert back.equals(t), p
         print(p)
+
+# A file with a column that is not fixed-width, between two that are.
+t = pa.table({'a': pa.array([1.5, None, 3.0]), 'label': pa.array(['x', 'y', 'z']), 'b': pa.array([1, 2, 3], pa.int32())})
+with lance.file.LanceFileWriter('mixed_2.2.lance', t.schema) as w:
+    w.write_batch(t)
+print('mixed_2.2.lance')
