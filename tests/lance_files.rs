@@ -85,6 +85,16 @@ fn reads_what_pylance_wrote() {
             assert_eq!(reader.version(), (2, minor));
             let names: Vec<_> = reader.fields().iter().map(|f| f.name.clone()).collect();
             assert_eq!(names, ["x64", "x32", "n64", "n32"]);
+            // What Lance chose for the hourly temperatures (118 distinct values).
+            let layout = miniblock::lance::page::describe(&reader.page_layout(0, 0).unwrap());
+            let chosen = match (name, version) {
+                ("default", "2.1") => "rle of flat 64-bit",
+                ("zstd_bss", "2.1") => "general zstd over byte stream split over flat 64-bit",
+                ("lz4_bss", "2.1") => "general lz4 over byte stream split over flat 64-bit",
+                // Lance 2.2 dictionary-codes it whatever the compression.
+                _ => "dictionary of 118 items",
+            };
+            assert!(layout.contains(chosen), "{path}: {layout}");
             for (i, want) in expected.iter().enumerate() {
                 let got = reader
                     .read_column(i)
@@ -183,6 +193,18 @@ fn reads_back_what_it_writes() {
         let mut reader = LanceReader::open(Cursor::new(&bytes)).unwrap();
         assert_eq!(reader.num_rows(), ROWS as u64);
         let pages = reader.num_pages(0).unwrap();
+        if name == "smallest_pages" {
+            let dictionaries = (0..pages)
+                .filter(|&p| {
+                    miniblock::lance::page::describe(&reader.page_layout(0, p).unwrap())
+                        .contains("dictionary")
+                })
+                .count();
+            assert!(
+                dictionaries > 0,
+                "auto wrote no dictionary page for hourly temperatures"
+            );
+        }
         assert_eq!(pages, ROWS.div_ceil(options.page_rows.unwrap()), "{name}");
         for (i, want) in batch.columns().iter().enumerate() {
             let got = reader
@@ -231,4 +253,33 @@ fn pylance_reads_what_it_writes() {
         stdout.lines().filter(|l| l.contains("same bits")).count(),
         paths.len()
     );
+}
+
+/// Damaged Lance files give errors, never panics: every prefix of a small file, and a
+/// flipped byte at every position of its metadata and every 61st of its data.
+#[test]
+fn damaged_files_are_errors() {
+    let read_all = |bytes: &[u8]| -> Result<(), miniblock::Error> {
+        let mut reader = LanceReader::open(Cursor::new(bytes))?;
+        for field in 0..reader.fields().len() {
+            let _ = reader.read_column(field);
+        }
+        Ok(())
+    };
+    for name in ["mixed_2.2", "default_2.1", "default_2.2"] {
+        let good = std::fs::read(format!("tests/lance/{name}.lance")).unwrap();
+        read_all(&good).unwrap();
+        for cut in (0..good.len()).step_by(7) {
+            assert!(
+                read_all(&good[..cut]).is_err(),
+                "{name}: prefix of {cut} bytes opened"
+            );
+        }
+        let metadata_start = good.len().saturating_sub(2048);
+        for at in (0..good.len()).filter(|&i| i >= metadata_start || i % 61 == 0) {
+            let mut bad = good.clone();
+            bad[at] ^= 0xff;
+            let _ = read_all(&bad);
+        }
+    }
 }

@@ -47,6 +47,39 @@ fn scheme_of(compression: Option<&pb::BufferCompression>) -> Result<CompressionS
     }
 }
 
+/// A description as text, outermost first: `general zstd over byte stream split over flat
+/// 64-bit`.
+pub(crate) fn describe(encoding: &pb::CompressiveEncoding) -> String {
+    let inner =
+        |e: Option<&pb::CompressiveEncoding>| e.map_or_else(|| "nothing".to_owned(), describe);
+    match &encoding.compression {
+        Some(Compression::Flat(f)) => format!("flat {}-bit", f.bits_per_value),
+        Some(Compression::ByteStreamSplit(b)) => {
+            format!("byte stream split over {}", inner(b.values.as_deref()))
+        }
+        Some(Compression::General(g)) => {
+            let scheme = match scheme_of(g.compression.as_ref()) {
+                Ok(CompressionScheme::Lz4) => "lz4",
+                Ok(CompressionScheme::Zstd) => "zstd",
+                Err(_) => "unknown",
+            };
+            format!("general {scheme} over {}", inner(g.values.as_deref()))
+        }
+        Some(Compression::InlineBitpacking(b)) => {
+            format!(
+                "inline bit-packing of {}-bit",
+                b.uncompressed_bits_per_value
+            )
+        }
+        Some(Compression::Rle(r)) => format!(
+            "rle of {} with run lengths {}",
+            inner(r.values.as_deref()),
+            inner(r.run_lengths.as_deref())
+        ),
+        _ => variant_name(encoding).to_owned(),
+    }
+}
+
 /// Bytes per value of a `bits_per_value` field: whole bytes of 1, 2, 4, 8 or 16.
 fn byte_width(bits: u64, what: &str) -> Result<usize> {
     match bits {
@@ -597,6 +630,16 @@ pub(crate) fn general(
             }),
             values: Some(Box::new(inner)),
         }))),
+    }
+}
+
+/// `InlineBitpacking { bits }`: per chunk a bit width, then FastLanes-packed values.
+pub(crate) fn inline_bitpacking(bits: u64) -> pb::CompressiveEncoding {
+    pb::CompressiveEncoding {
+        compression: Some(Compression::InlineBitpacking(pb::InlineBitpacking {
+            uncompressed_bits_per_value: bits,
+            values: None,
+        })),
     }
 }
 

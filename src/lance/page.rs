@@ -26,6 +26,7 @@ use crate::kernels;
 use crate::proto::lance as pb;
 
 use super::compression::{self, decode_items, ChunkDecoder, LevelDecoder};
+use super::fastlanes;
 
 /// Mini-block chunks and their buffers start at multiples of this.
 const ALIGN: usize = 8;
@@ -199,6 +200,112 @@ fn chunk_table(meta: &[u8], large: bool, rows: usize, data_len: usize) -> Result
     Ok(chunks)
 }
 
+/// A page layout as text: `mini-block: general zstd over byte stream split over flat
+/// 32-bit, nullable`, `mini-block: dictionary of 118 items (general lz4 over flat 64-bit),
+/// indices inline bit-packing of 32-bit`, `constant`.
+pub fn describe(layout: &pb::PageLayout) -> String {
+    match &layout.layout {
+        Some(pb::page_layout::Layout::MiniBlockLayout(mb)) => {
+            let values = mb
+                .value_compression
+                .as_ref()
+                .map_or_else(|| "no values".to_owned(), compression::describe);
+            let mut text = match &mb.dictionary {
+                Some(items) => format!(
+                    "mini-block: dictionary of {} items ({}), indices {values}",
+                    mb.num_dictionary_items,
+                    compression::describe(items)
+                ),
+                None => format!("mini-block: {values}"),
+            };
+            if mb.def_compression.is_some() {
+                text.push_str(", nullable");
+            }
+            text
+        }
+        Some(pb::page_layout::Layout::ConstantLayout(_)) => "constant".to_owned(),
+        Some(pb::page_layout::Layout::FullZipLayout(_)) => "full-zip".to_owned(),
+        Some(pb::page_layout::Layout::BlobLayout(_)) => "blob".to_owned(),
+        None => "unknown".to_owned(),
+    }
+}
+
+/// One chunk of a Lance mini-block page, as its bytes lie in the page.
+#[derive(Debug)]
+pub struct LanceChunk<'a> {
+    /// Values in the chunk.
+    pub num_values: usize,
+    /// Its definition levels (one per value), encoded, when the page has them.
+    pub levels: Option<&'a [u8]>,
+    /// Its value buffers, encoded.
+    pub buffers: Vec<&'a [u8]>,
+}
+
+/// Cuts a mini-block page's data buffer into its chunks, checking the metadata words
+/// against `rows` and the data's size, and each chunk's header against its bytes.
+/// `has_levels` and `num_buffers` come from the page's `MiniBlockLayout`.
+pub fn split_chunks<'a>(
+    meta: &[u8],
+    data: &'a [u8],
+    rows: usize,
+    has_large_chunk: bool,
+    has_levels: bool,
+    num_buffers: usize,
+) -> Result<Vec<LanceChunk<'a>>> {
+    if num_buffers > 16 {
+        return Err(Error::corrupt(format!(
+            "Lance chunks of {num_buffers} buffers"
+        )));
+    }
+    let entries = chunk_table(meta, has_large_chunk, rows, data.len())?;
+    let size_width = if has_large_chunk { 4 } else { 2 };
+    let mut chunks = Vec::with_capacity(entries.len());
+    let mut offset = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        let chunk = &data[offset..offset + entry.bytes];
+        offset += entry.bytes;
+        let mut at = 0;
+        let num_levels = read_le(chunk, &mut at, 2, "level count")?;
+        let def_bytes = if has_levels {
+            Some(read_le(chunk, &mut at, 2, "level size")?)
+        } else {
+            None
+        };
+        let mut sizes = Vec::with_capacity(num_buffers);
+        for _ in 0..num_buffers {
+            sizes.push(read_le(chunk, &mut at, size_width, "buffer sizes")?);
+        }
+        at += pad(at);
+        let levels = match def_bytes {
+            Some(def_bytes) => {
+                if num_levels != entry.values {
+                    return Err(Error::corrupt(format!(
+                        "Lance chunk {i} of {} values has {num_levels} definition levels",
+                        entry.values
+                    )));
+                }
+                Some(take(chunk, &mut at, def_bytes, "definition levels")?)
+            }
+            None if num_levels != 0 => {
+                return Err(Error::corrupt(format!(
+                    "Lance chunk {i} has levels its page does not describe"
+                )))
+            }
+            None => None,
+        };
+        let mut buffers = Vec::with_capacity(num_buffers);
+        for size in sizes {
+            buffers.push(take(chunk, &mut at, size, "value buffers")?);
+        }
+        chunks.push(LanceChunk {
+            num_values: entry.values,
+            levels,
+            buffers,
+        });
+    }
+    Ok(chunks)
+}
+
 fn decode_mini_block(
     mb: &pb::MiniBlockLayout,
     buffers: &[&[u8]],
@@ -284,8 +391,14 @@ fn decode_mini_block(
         )));
     }
     let (meta, data) = (buffers[0], buffers[1]);
-    let chunks = chunk_table(meta, mb.has_large_chunk, rows, data.len())?;
-    let size_width = if mb.has_large_chunk { 4 } else { 2 };
+    let chunks = split_chunks(
+        meta,
+        data,
+        rows,
+        mb.has_large_chunk,
+        levels.is_some(),
+        decoder.num_buffers(),
+    )?;
 
     let out_width = decoder.width();
     // Grown as chunks decode: a page's rows are a claim until its chunks bear it out.
@@ -293,31 +406,9 @@ fn decode_mini_block(
     let mut valid: Vec<bool> = Vec::new();
     let mut level_buf = Vec::new();
     let mut scratch = Vec::new();
-    let mut offset = 0;
-    for (i, entry) in chunks.iter().enumerate() {
-        let chunk = &data[offset..offset + entry.bytes];
-        offset += entry.bytes;
-        let mut at = 0;
-        let num_levels = read_le(chunk, &mut at, 2, "level count")?;
-        let def_bytes = if levels.is_some() {
-            Some(read_le(chunk, &mut at, 2, "level size")?)
-        } else {
-            None
-        };
-        let mut sizes = [0usize; 2];
-        for size in sizes.iter_mut().take(decoder.num_buffers()) {
-            *size = read_le(chunk, &mut at, size_width, "buffer sizes")?;
-        }
-        at += pad(at);
-        if let (Some(levels), Some(def_bytes)) = (&levels, def_bytes) {
-            if num_levels != entry.values {
-                return Err(Error::corrupt(format!(
-                    "Lance chunk {i} of {} values has {num_levels} definition levels",
-                    entry.values
-                )));
-            }
-            let def = take(chunk, &mut at, def_bytes, "definition levels")?;
-            levels.decode(def, num_levels, &mut level_buf)?;
+    for chunk in &chunks {
+        if let (Some(levels), Some(def)) = (&levels, chunk.levels) {
+            levels.decode(def, chunk.num_values, &mut level_buf)?;
             for &l in &level_buf {
                 match l {
                     0 => valid.push(true),
@@ -329,21 +420,8 @@ fn decode_mini_block(
                     }
                 }
             }
-        } else if num_levels != 0 {
-            return Err(Error::corrupt(format!(
-                "Lance chunk {i} has levels its page does not describe"
-            )));
         }
-        let mut parts: [&[u8]; 2] = [&[], &[]];
-        for (part, &size) in parts.iter_mut().zip(&sizes).take(decoder.num_buffers()) {
-            *part = take(chunk, &mut at, size, "value buffers")?;
-        }
-        decoder.decode(
-            &parts[..decoder.num_buffers()],
-            entry.values,
-            &mut values,
-            &mut scratch,
-        )?;
+        decoder.decode(&chunk.buffers, chunk.num_values, &mut values, &mut scratch)?;
     }
     let values = match dictionary {
         None => values,
@@ -377,25 +455,35 @@ pub enum LanceValues {
     Bss,
 }
 
-/// One page to write: `values` at `width` bytes each, `chunk_values` per chunk.
-pub(crate) struct PageSpec<'a> {
+/// One page to write: `values` at `width` bytes each (little endian, back to back),
+/// which are null, `chunk_values` per chunk, how chunks are stored.
+pub struct PageSpec<'a> {
+    /// The values' bytes.
     pub values: &'a [u8],
+    /// Bytes per value.
     pub width: usize,
+    /// Which values are null (`None`: a column without nulls, no definition levels).
     pub nulls: Option<&'a NullBuffer>,
+    /// Values per chunk (a power of two; at most 16 KiB of values).
     pub chunk_values: usize,
+    /// Flat or byte stream split.
     pub transform: LanceValues,
+    /// General compression of each chunk, and the Zstd level to record.
     pub compression: Option<(CompressionScheme, Option<i32>)>,
 }
 
-/// An encoded mini-block page: its description and its two buffers.
-pub(crate) struct EncodedLancePage {
+/// An encoded mini-block page: its description and its two buffers (chunk metadata,
+/// chunks).
+pub struct EncodedLancePage {
+    /// The page's `PageLayout` (a `MiniBlockLayout`).
     pub layout: pb::PageLayout,
-    pub buffers: [Vec<u8>; 2],
+    /// Chunk metadata words, the chunks, and for a dictionary page its items.
+    pub buffers: Vec<Vec<u8>>,
 }
 
 /// Encodes a page in Lance's mini-block layout. General compression is kept only when it
 /// shrinks the page's value bytes, as Lance's writer does (whole page, not per chunk).
-pub(crate) fn encode_page(spec: &PageSpec<'_>) -> Result<EncodedLancePage> {
+pub fn encode_page(spec: &PageSpec<'_>) -> Result<EncodedLancePage> {
     let width = spec.width;
     if !spec.values.len().is_multiple_of(width) {
         return Err(Error::invalid("page bytes are not whole values"));
@@ -447,23 +535,42 @@ pub(crate) fn encode_page(spec: &PageSpec<'_>) -> Result<EncodedLancePage> {
             encoding = compression::general(scheme, level, encoding);
         }
     }
-    let def_bits = 1;
+    let (meta, data) = frame(&stored, spec.chunk_values, rows, spec.nulls)?;
+    Ok(EncodedLancePage {
+        layout: mini_block_layout(encoding, None, rows, spec.nulls.is_some()),
+        buffers: vec![meta, data],
+    })
+}
+
+/// Definition levels are 0 (a value) or 1 (a null): one bit each.
+const DEF_BITS: usize = 1;
+
+/// Lays chunks out as a mini-block page: the metadata words and the data buffer, each
+/// chunk with its definition levels when the page has nulls. Every chunk holds
+/// `chunk_values` values but the last.
+fn frame(
+    stored: &[Vec<u8>],
+    chunk_values: usize,
+    rows: usize,
+    nulls: Option<&NullBuffer>,
+) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut meta = Vec::with_capacity(stored.len() * 2);
     let mut data = Vec::new();
     let mut levels = Vec::new();
     let count = stored.len();
     for (i, buf) in stored.iter().enumerate() {
         let start = data.len();
-        let first = i * spec.chunk_values;
-        let n = spec.chunk_values.min(rows - first);
-        let def = spec.nulls.map(|nulls| -> Result<Vec<u8>> {
-            levels.clear();
-            levels.extend((first..first + n).map(|r| u16::from(nulls.is_null(r))));
-            let mut packed = Vec::new();
-            LevelDecoder::encode_out_of_line(def_bits, &levels, &mut packed)?;
-            Ok(packed)
-        });
-        let def = def.transpose()?;
+        let first = i * chunk_values;
+        let n = chunk_values.min(rows - first);
+        let def = nulls
+            .map(|nulls| -> Result<Vec<u8>> {
+                levels.clear();
+                levels.extend((first..first + n).map(|r| u16::from(nulls.is_null(r))));
+                let mut packed = Vec::new();
+                LevelDecoder::encode_out_of_line(DEF_BITS, &levels, &mut packed)?;
+                Ok(packed)
+            })
+            .transpose()?;
         let num_levels = if def.is_some() { n } else { 0 };
         data.extend_from_slice(&(num_levels as u16).to_le_bytes());
         if let Some(def) = &def {
@@ -488,26 +595,38 @@ pub(crate) fn encode_page(spec: &PageSpec<'_>) -> Result<EncodedLancePage> {
         let log = if i + 1 == count {
             0
         } else {
-            spec.chunk_values.trailing_zeros() as usize
+            chunk_values.trailing_zeros() as usize
         };
         let word = ((bytes / ALIGN - 1) << 4) | log;
         meta.extend_from_slice(&(word as u16).to_le_bytes());
     }
-    let layer = if spec.nulls.is_some() {
+    Ok((meta, data))
+}
+
+/// The `MiniBlockLayout` of a flat column's page.
+fn mini_block_layout(
+    values: pb::CompressiveEncoding,
+    dictionary: Option<(pb::CompressiveEncoding, usize)>,
+    rows: usize,
+    nullable: bool,
+) -> pb::PageLayout {
+    let layer = if nullable {
         pb::RepDefLayer::RepdefNullableItem
     } else {
         pb::RepDefLayer::RepdefAllValidItem
     };
-    let layout = pb::PageLayout {
+    let (dictionary, num_dictionary_items) = match dictionary {
+        Some((items, n)) => (Some(items), n as u64),
+        None => (None, 0),
+    };
+    pb::PageLayout {
         layout: Some(pb::page_layout::Layout::MiniBlockLayout(
             pb::MiniBlockLayout {
                 rep_compression: None,
-                def_compression: spec
-                    .nulls
-                    .map(|_| compression::levels_out_of_line(def_bits as u64)),
-                value_compression: Some(encoding),
-                dictionary: None,
-                num_dictionary_items: 0,
+                def_compression: nullable.then(|| compression::levels_out_of_line(DEF_BITS as u64)),
+                value_compression: Some(values),
+                dictionary,
+                num_dictionary_items,
                 layers: vec![layer as i32],
                 num_buffers: 1,
                 repetition_index_depth: 0,
@@ -515,9 +634,122 @@ pub(crate) fn encode_page(spec: &PageSpec<'_>) -> Result<EncodedLancePage> {
                 has_large_chunk: false,
             },
         )),
-    };
-    Ok(EncodedLancePage {
-        layout,
-        buffers: [meta, data],
-    })
+    }
+}
+
+/// Most distinct values a dictionary page holds.
+const MAX_DICTIONARY: usize = 1 << 16;
+
+/// Encodes a page as a dictionary, as Lance 2.2 does for low-cardinality columns: the
+/// distinct values (in order of first appearance) in a third page buffer, flat or under
+/// `spec.compression` when that shrinks them; per chunk of 1024 values, their u32 indices
+/// FastLanes-packed to the fewest bits (`InlineBitpacking`: a u32 bit width, then the
+/// packed words). Values under nulls are not kept (a null's index is 0). `None` when the
+/// page has more than 65536 distinct values or is not 32- or 64-bit.
+pub fn encode_dictionary_page(spec: &PageSpec<'_>) -> Result<Option<EncodedLancePage>> {
+    let width = spec.width;
+    if !matches!(width, 4 | 8) || !spec.values.len().is_multiple_of(width) {
+        return Ok(None);
+    }
+    let rows = spec.values.len() / width;
+    let mut index_of = std::collections::HashMap::new();
+    let mut items = Vec::new();
+    let mut indices = Vec::with_capacity(rows);
+    for (r, value) in spec.values.chunks_exact(width).enumerate() {
+        if spec.nulls.is_some_and(|n| n.is_null(r)) {
+            indices.push(0u32);
+            continue;
+        }
+        let mut key = [0u8; 8];
+        key[..width].copy_from_slice(value);
+        let next = index_of.len();
+        let index = *index_of.entry(u64::from_le_bytes(key)).or_insert(next);
+        if index == next {
+            if next == MAX_DICTIONARY {
+                return Ok(None);
+            }
+            items.extend_from_slice(value);
+        }
+        indices.push(index as u32);
+    }
+    if items.is_empty() {
+        items.resize(width, 0);
+    }
+    let num_items = items.len() / width;
+    let mut stored = Vec::with_capacity(rows.div_ceil(fastlanes::BLOCK));
+    let mut block = [0u64; fastlanes::BLOCK];
+    for chunk in indices.chunks(fastlanes::BLOCK) {
+        block.fill(0);
+        for (b, &i) in block.iter_mut().zip(chunk) {
+            *b = u64::from(i);
+        }
+        let bits = 32 - chunk.iter().fold(0u32, |a, &i| a | i).leading_zeros();
+        let mut buf = Vec::with_capacity(4 + fastlanes::packed_bytes(32, bits as usize));
+        buf.extend_from_slice(&bits.to_le_bytes());
+        fastlanes::pack(32, bits as usize, &block, &mut buf)?;
+        stored.push(buf);
+    }
+    let item_bits = (width * 8) as u64;
+    let mut items_encoding = compression::flat(item_bits);
+    if let Some((scheme, level)) = spec.compression {
+        let mut compressed = Vec::new();
+        compression::compress_buffer(scheme, level.unwrap_or(3), &items, &mut compressed)?;
+        if compressed.len() < items.len() {
+            items = compressed;
+            items_encoding = compression::general(scheme, level, items_encoding);
+        }
+    }
+    let (meta, data) = frame(&stored, fastlanes::BLOCK, rows, spec.nulls)?;
+    Ok(Some(EncodedLancePage {
+        layout: mini_block_layout(
+            compression::inline_bitpacking(32),
+            Some((items_encoding, num_items)),
+            rows,
+            spec.nulls.is_some(),
+        ),
+        buffers: vec![meta, data, items],
+    }))
+}
+
+/// Decodes the value buffers of one mini-block chunk, as a `CompressiveEncoding` describes
+/// them (validated once, here).
+#[derive(Debug, Clone)]
+pub struct ValueDecoder(ChunkDecoder);
+
+impl ValueDecoder {
+    /// Validates a page's `value_compression`.
+    pub fn new(encoding: &pb::CompressiveEncoding) -> Result<Self> {
+        ChunkDecoder::parse(encoding).map(Self)
+    }
+
+    /// Value buffers per chunk.
+    pub fn num_buffers(&self) -> usize {
+        self.0.num_buffers()
+    }
+
+    /// The `num_values` values of one chunk, little endian, back to back.
+    pub fn decode(&self, buffers: &[&[u8]], num_values: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.0
+            .decode(buffers, num_values, &mut out, &mut Vec::new())?;
+        Ok(out)
+    }
+}
+
+/// Decodes one chunk's definition levels, as a page's `def_compression` describes them.
+#[derive(Debug, Clone)]
+pub struct LevelsDecoder(LevelDecoder);
+
+impl LevelsDecoder {
+    /// Validates a page's `def_compression`.
+    pub fn new(encoding: &pb::CompressiveEncoding) -> Result<Self> {
+        LevelDecoder::parse(encoding).map(Self)
+    }
+
+    /// The chunk's `num_levels` levels (0: a value, 1: a null).
+    pub fn decode(&self, buf: &[u8], num_levels: usize) -> Result<Vec<u16>> {
+        let mut out = Vec::new();
+        self.0.decode(buf, num_levels, &mut out)?;
+        Ok(out)
+    }
 }

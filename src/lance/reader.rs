@@ -279,6 +279,16 @@ impl<R: Read + Seek> LanceReader<R> {
         Ok((column, data_type))
     }
 
+    /// The layout of page `page` of field `field`, parsed from its metadata.
+    pub fn page_layout(&self, field: usize, page: usize) -> Result<pb::PageLayout> {
+        let (column, _) = self.column_of(field)?;
+        let meta = self.columns[column]
+            .pages
+            .get(page)
+            .ok_or_else(|| Error::invalid(format!("no page {page}")))?;
+        parse_layout(meta)
+    }
+
     /// Decodes page `page` of field `field`.
     pub fn read_page(&mut self, field: usize, page: usize) -> Result<ArrayRef> {
         let (column, data_type) = self.column_of(field)?;
@@ -290,29 +300,12 @@ impl<R: Read + Seek> LanceReader<R> {
             .get(page)
             .ok_or_else(|| Error::invalid(format!("no page {page}")))?
             .clone();
+        let layout = parse_layout(&meta)?;
         if meta.buffer_offsets.len() != meta.buffer_sizes.len() {
             return Err(Error::corrupt(
                 "Lance page with unequal buffer offset and size lists",
             ));
         }
-        let encoding = match meta.encoding.and_then(|e| e.location) {
-            Some(pb::encoding::Location::Direct(direct)) => direct.encoding,
-            _ => {
-                return Err(Error::unsupported(
-                    "a Lance page whose encoding is not stored inline",
-                ))
-            }
-        };
-        let any = pb::Any::decode(encoding.as_slice())
-            .map_err(|e| Error::corrupt(format!("Lance page encoding does not parse: {e}")))?;
-        if any.type_url != PAGE_LAYOUT_URL {
-            return Err(Error::unsupported(format!(
-                "a Lance page encoded as {} (this reader reads {PAGE_LAYOUT_URL})",
-                any.type_url
-            )));
-        }
-        let layout = pb::PageLayout::decode(any.value.as_slice())
-            .map_err(|e| Error::corrupt(format!("Lance page layout does not parse: {e}")))?;
         let rows = usize::try_from(meta.length).map_err(|_| Error::corrupt("page length"))?;
         let total: u64 = meta
             .buffer_sizes
@@ -378,4 +371,26 @@ impl<R: Read + Seek> LanceReader<R> {
         let refs: Vec<&dyn arrow_array::Array> = arrays.iter().map(AsRef::as_ref).collect();
         arrow_select::concat::concat(&refs).map_err(|e| Error::invalid(e.to_string()))
     }
+}
+
+/// A page's `PageLayout`, unwrapped from its `Any`.
+fn parse_layout(meta: &pb::column_metadata::Page) -> Result<pb::PageLayout> {
+    let encoding = match meta.encoding.as_ref().and_then(|e| e.location.as_ref()) {
+        Some(pb::encoding::Location::Direct(direct)) => &direct.encoding,
+        _ => {
+            return Err(Error::unsupported(
+                "a Lance page whose encoding is not stored inline",
+            ))
+        }
+    };
+    let any = pb::Any::decode(encoding.as_slice())
+        .map_err(|e| Error::corrupt(format!("Lance page encoding does not parse: {e}")))?;
+    if any.type_url != PAGE_LAYOUT_URL {
+        return Err(Error::unsupported(format!(
+            "a Lance page encoded as {} (this reader reads {PAGE_LAYOUT_URL})",
+            any.type_url
+        )));
+    }
+    pb::PageLayout::decode(any.value.as_slice())
+        .map_err(|e| Error::corrupt(format!("Lance page layout does not parse: {e}")))
 }

@@ -10,7 +10,7 @@ use crate::encodings::{CompressionScheme, Encoding};
 use crate::error::{Error, Result};
 use crate::proto::lance as pb;
 
-use super::page::{encode_page, LanceValues, PageSpec};
+use super::page::{encode_dictionary_page, encode_page, EncodedLancePage, LanceValues, PageSpec};
 use super::{arrow_to_logical, COLUMN_ENCODING_URL, MAGIC, PAGE_LAYOUT_URL};
 
 /// A general compression scheme and its level.
@@ -34,7 +34,8 @@ pub enum LanceEncoding {
         compression: Option<CompressionScheme>,
     },
     /// Each page the smallest of flat and byte stream split (32- and 64-bit values), each
-    /// bare, under LZ4 and under Zstd.
+    /// bare, under LZ4 and under Zstd, and of a dictionary (32- and 64-bit values with at
+    /// most 65536 distinct values; Lance 2.2's encoding of low-cardinality columns).
     Smallest,
 }
 
@@ -238,7 +239,8 @@ impl<W: Write> LanceWriter<W> {
                     .collect()
             }
         };
-        let mut best: Option<super::page::EncodedLancePage> = None;
+        let size = |p: &EncodedLancePage| p.buffers.iter().map(Vec::len).sum::<usize>();
+        let mut best: Option<EncodedLancePage> = None;
         for (transform, compression) in candidates {
             let spec = PageSpec {
                 values,
@@ -253,6 +255,21 @@ impl<W: Write> LanceWriter<W> {
                 |p: &super::page::EncodedLancePage| p.buffers.iter().map(Vec::len).sum::<usize>();
             if best.as_ref().is_none_or(|b| size(&page) < size(b)) {
                 best = Some(page);
+            }
+        }
+        if self.options.encoding == LanceEncoding::Smallest {
+            let spec = PageSpec {
+                values,
+                width,
+                nulls: nulls.as_ref(),
+                chunk_values: 1024,
+                transform: LanceValues::Flat,
+                compression: Some((CompressionScheme::Zstd, level)),
+            };
+            if let Some(page) = encode_dictionary_page(&spec)? {
+                if best.as_ref().is_none_or(|b| size(&page) < size(b)) {
+                    best = Some(page);
+                }
             }
         }
         let encoded = best.ok_or_else(|| Error::invalid("no Lance encoding to try"))?;
