@@ -16,17 +16,21 @@ use std::path::Path;
 
 use arrow_buffer::NullBuffer;
 use lance_encoding::buffer::LanceBuffer;
-use lance_encoding::compression::{BlockCompressor, DecompressionStrategy, DefaultDecompressionStrategy};
+use lance_encoding::compression::{
+    BlockCompressor, DecompressionStrategy, DefaultDecompressionStrategy,
+};
 use lance_encoding::data::{BlockInfo, DataBlock, FixedWidthDataBlock};
 use lance_encoding::encodings::logical::primitive::miniblock::{
     MiniBlockCompressed, MiniBlockCompressionContext, MiniBlockCompressor,
 };
 use lance_encoding::encodings::physical::bitpacking::OutOfLineBitpacking;
-use lance_encoding::encodings::physical::block::{CompressionConfig, CompressionScheme as LanceScheme};
+use lance_encoding::encodings::physical::block::{
+    CompressionConfig, CompressionScheme as LanceScheme,
+};
 use lance_encoding::encodings::physical::byte_stream_split::ByteStreamSplitEncoder;
 use lance_encoding::encodings::physical::general::GeneralMiniBlockCompressor;
 use lance_encoding::encodings::physical::value::ValueEncoder;
-use lance_encoding::format::pb21;
+use lance_encoding::format::{metadata, pb21};
 use miniblock::encodings::CompressionScheme;
 use miniblock::lance::page::{encode_page, split_chunks, LevelsDecoder, PageSpec, ValueDecoder};
 use miniblock::lance::LanceValues;
@@ -53,7 +57,11 @@ fn columns() -> Vec<(String, usize, Vec<u8>)> {
             };
             let bytes = std::fs::read(&path).unwrap();
             let take = bytes.len().min(VALUES * width) / width * width;
-            let name = format!("{}/{}", dir, Path::new(&path).file_name().unwrap().to_string_lossy());
+            let name = format!(
+                "{}/{}",
+                dir,
+                Path::new(&path).file_name().unwrap().to_string_lossy()
+            );
             out.push((name, width, bytes[..take].to_vec()));
         }
     }
@@ -63,7 +71,11 @@ fn columns() -> Vec<(String, usize, Vec<u8>)> {
 
 /// Every 9th value and one long run null.
 fn nulls(n: usize) -> NullBuffer {
-    NullBuffer::from((0..n).map(|i| !(i % 9 == 4 || (n / 3..n / 3 + 700).contains(&i))).collect::<Vec<_>>())
+    NullBuffer::from(
+        (0..n)
+            .map(|i| !(i % 9 == 4 || (n / 3..n / 3 + 700).contains(&i)))
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn lance_bytes(block: DataBlock) -> Vec<u8> {
@@ -93,7 +105,11 @@ fn lance_decodes_miniblock_pages() {
         let validity = nulls(n);
         for with_nulls in [false, true] {
             for transform in [LanceValues::Flat, LanceValues::Bss] {
-                for compression in [None, Some((CompressionScheme::Lz4, None)), Some((CompressionScheme::Zstd, Some(3)))] {
+                for compression in [
+                    None,
+                    Some((CompressionScheme::Lz4, None)),
+                    Some((CompressionScheme::Zstd, Some(3))),
+                ] {
                     let spec = PageSpec {
                         values: &bytes,
                         width,
@@ -105,28 +121,57 @@ fn lance_decodes_miniblock_pages() {
                     let page = encode_page(&spec).unwrap();
                     let what = format!("{name} {transform:?} {compression:?} nulls={with_nulls}");
                     // Lance's own messages parse our description.
-                    let layout = pb21::PageLayout::decode(page.layout.encode_to_vec().as_slice()).unwrap();
+                    let layout =
+                        pb21::PageLayout::decode(page.layout.encode_to_vec().as_slice()).unwrap();
                     let Some(pb21::page_layout::Layout::MiniBlockLayout(mb)) = layout.layout else {
                         panic!("{what}: not a mini-block layout for Lance");
                     };
                     assert_eq!(mb.num_items, n as u64);
                     let values = strategy
-                        .create_miniblock_decompressor(mb.value_compression.as_ref().unwrap(), &strategy)
+                        .create_miniblock_decompressor(
+                            &metadata::CompressiveEncoding::from(
+                                mb.value_compression.clone().unwrap(),
+                            ),
+                            &strategy,
+                        )
                         .unwrap_or_else(|e| panic!("{what}: Lance refuses the description: {e}"));
-                    let levels = mb.def_compression.as_ref().map(|d| strategy.create_block_decompressor(d).unwrap());
+                    let levels = mb.def_compression.as_ref().map(|d| {
+                        strategy
+                            .create_block_decompressor(&metadata::CompressiveEncoding::from(
+                                d.clone(),
+                            ))
+                            .unwrap()
+                    });
                     assert_eq!(levels.is_some(), with_nulls);
-                    let chunks = split_chunks(&page.buffers[0], &page.buffers[1], n, false, with_nulls, 1).unwrap();
+                    let chunks =
+                        split_chunks(&page.buffers[0], &page.buffers[1], n, false, with_nulls, 1)
+                            .unwrap();
                     let mut decoded = Vec::with_capacity(bytes.len());
                     let mut row = 0;
                     for chunk in &chunks {
-                        let buffers = chunk.buffers.iter().map(|b| LanceBuffer::copy_slice(b)).collect();
-                        decoded.extend(lance_bytes(values.decompress(buffers, chunk.num_values as u64).unwrap()));
+                        let buffers = chunk
+                            .buffers
+                            .iter()
+                            .map(|b| LanceBuffer::copy_slice(b))
+                            .collect();
+                        decoded.extend(lance_bytes(
+                            values.decompress(buffers, chunk.num_values as u64).unwrap(),
+                        ));
                         if let Some(levels) = &levels {
                             let def = LanceBuffer::copy_slice(chunk.levels.unwrap());
-                            let def = lance_bytes(levels.decompress(Some(def), chunk.num_values as u64).unwrap());
+                            let def = lance_bytes(
+                                levels
+                                    .decompress(Some(def), chunk.num_values as u64)
+                                    .unwrap(),
+                            );
                             for (i, l) in def.chunks_exact(2).enumerate() {
                                 let null = u16::from_le_bytes([l[0], l[1]]) == 1;
-                                assert_eq!(null, validity.is_null(row + i), "{what}: level of row {}", row + i);
+                                assert_eq!(
+                                    null,
+                                    validity.is_null(row + i),
+                                    "{what}: level of row {}",
+                                    row + i
+                                );
                             }
                         }
                         row += chunk.num_values;
@@ -140,14 +185,21 @@ fn lance_decodes_miniblock_pages() {
     assert!(pages >= 60);
 }
 
-fn lance_compressor(transform: LanceValues, scheme: Option<LanceScheme>, bits: usize) -> Box<dyn MiniBlockCompressor> {
+fn lance_compressor(
+    transform: LanceValues,
+    scheme: Option<LanceScheme>,
+    bits: usize,
+) -> Box<dyn MiniBlockCompressor> {
     let inner: Box<dyn MiniBlockCompressor> = match transform {
         LanceValues::Flat => Box::new(ValueEncoder::default()),
         LanceValues::Bss => Box::new(ByteStreamSplitEncoder::new(bits)),
     };
     match scheme {
         None => inner,
-        Some(s) => Box::new(GeneralMiniBlockCompressor::new(inner, CompressionConfig::new(s, None))),
+        Some(s) => Box::new(GeneralMiniBlockCompressor::new(
+            inner,
+            CompressionConfig::new(s, None),
+        )),
     }
 }
 
@@ -177,6 +229,13 @@ fn lance_chunks(compressed: &MiniBlockCompressed) -> Vec<(usize, Vec<&[u8]>)> {
         .collect()
 }
 
+/// A description as a Lance 2.1 file stores it (`pb21`, converted as Lance's writer does).
+fn file_bytes(encoding: &metadata::CompressiveEncoding) -> Vec<u8> {
+    pb21::CompressiveEncoding::try_from(encoding.clone())
+        .unwrap()
+        .encode_to_vec()
+}
+
 #[test]
 fn miniblock_decodes_lance_chunks() {
     let context = MiniBlockCompressionContext::new(0, false, false);
@@ -191,13 +250,21 @@ fn miniblock_decodes_lance_chunks() {
             ] {
                 let what = format!("{name} {transform:?} {scheme:?}");
                 let compressor = lance_compressor(transform, scheme, bits);
-                let (compressed, encoding) = compressor.compress(context, fixed_block(&bytes, bits as u64)).unwrap();
+                let (compressed, encoding) = compressor
+                    .compress(context, fixed_block(&bytes, bits as u64))
+                    .unwrap();
                 // Lance's description parses as ours, and decodes with ours.
-                let description = ours::CompressiveEncoding::decode(encoding.encode_to_vec().as_slice()).unwrap();
-                let decoder = ValueDecoder::new(&description).unwrap_or_else(|e| panic!("{what}: {e}"));
+                let description =
+                    ours::CompressiveEncoding::decode(file_bytes(&encoding).as_slice()).unwrap();
+                let decoder =
+                    ValueDecoder::new(&description).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let mut decoded = Vec::with_capacity(bytes.len());
                 for (n, buffers) in lance_chunks(&compressed) {
-                    decoded.extend(decoder.decode(&buffers, n).unwrap_or_else(|e| panic!("{what}: {e}")));
+                    decoded.extend(
+                        decoder
+                            .decode(&buffers, n)
+                            .unwrap_or_else(|e| panic!("{what}: {e}")),
+                    );
                 }
                 assert_eq!(decoded, bytes, "{what}: miniblock decodes other values");
 
@@ -214,11 +281,20 @@ fn miniblock_decodes_lance_chunks() {
                     compression: ours_scheme.map(|s| (s, None)),
                 })
                 .unwrap();
-                let Some(ours::page_layout::Layout::MiniBlockLayout(mb)) = page.layout.layout else {
+                let Some(ours::page_layout::Layout::MiniBlockLayout(mb)) = page.layout.layout
+                else {
                     panic!("{what}: ours is not a mini-block layout");
                 };
-                if mb.value_compression.as_ref().unwrap().encode_to_vec() == encoding.encode_to_vec() {
-                    let ours_chunks = split_chunks(&page.buffers[0], &page.buffers[1], bytes.len() / width, false, false, 1).unwrap();
+                if mb.value_compression.as_ref().unwrap().encode_to_vec() == file_bytes(&encoding) {
+                    let ours_chunks = split_chunks(
+                        &page.buffers[0],
+                        &page.buffers[1],
+                        bytes.len() / width,
+                        false,
+                        false,
+                        1,
+                    )
+                    .unwrap();
                     let theirs = lance_chunks(&compressed);
                     assert_eq!(ours_chunks.len(), theirs.len(), "{what}");
                     for (a, (n, b)) in ours_chunks.iter().zip(&theirs) {
@@ -237,10 +313,18 @@ fn miniblock_decodes_lance_chunks() {
 fn miniblock_decodes_lance_levels() {
     for n in [1usize, 100, 511, 512, 1023, 1024, 1025, 4096, 5000] {
         let validity = nulls(n);
-        let levels: Vec<u8> = (0..n).flat_map(|i| u16::from(validity.is_null(i)).to_le_bytes()).collect();
-        let (packed, encoding) = OutOfLineBitpacking::new(1, 16).compress(fixed_block(&levels, 16)).unwrap();
-        let description = ours::CompressiveEncoding::decode(encoding.encode_to_vec().as_slice()).unwrap();
-        let decoded = LevelsDecoder::new(&description).unwrap().decode(&packed.unwrap(), n).unwrap();
+        let levels: Vec<u8> = (0..n)
+            .flat_map(|i| u16::from(validity.is_null(i)).to_le_bytes())
+            .collect();
+        let (packed, encoding) = OutOfLineBitpacking::new(1, 16)
+            .compress(fixed_block(&levels, 16))
+            .unwrap();
+        let description =
+            ours::CompressiveEncoding::decode(file_bytes(&encoding).as_slice()).unwrap();
+        let decoded = LevelsDecoder::new(&description)
+            .unwrap()
+            .decode(&packed.unwrap(), n)
+            .unwrap();
         let decoded: Vec<u8> = decoded.iter().flat_map(|l| l.to_le_bytes()).collect();
         assert_eq!(decoded, levels, "{n} levels");
     }
