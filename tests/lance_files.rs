@@ -73,6 +73,25 @@ fn expected() -> Vec<ArrayRef> {
     ]
 }
 
+/// Written 1000 rows at a time with a small write cache: four pages per column, which
+/// need not line up across columns.
+#[test]
+fn reads_pylance_files_of_several_pages() {
+    let expected = expected();
+    for version in ["2.1", "2.2"] {
+        let path = format!("tests/lance/pages_{version}.lance");
+        let mut reader = LanceReader::open(File::open(&path).unwrap()).unwrap();
+        for (i, want) in expected.iter().enumerate() {
+            assert!(
+                reader.num_pages(i).unwrap() > 1,
+                "{path}: column {i} in one page"
+            );
+            let got = reader.read_column(i).unwrap();
+            same_bits(got.as_ref(), want.as_ref());
+        }
+    }
+}
+
 #[test]
 fn reads_what_pylance_wrote() {
     let expected = expected();

@@ -23,7 +23,7 @@ use lance_encoding::data::{BlockInfo, DataBlock, FixedWidthDataBlock};
 use lance_encoding::encodings::logical::primitive::miniblock::{
     MiniBlockCompressed, MiniBlockCompressionContext, MiniBlockCompressor,
 };
-use lance_encoding::encodings::physical::bitpacking::OutOfLineBitpacking;
+use lance_encoding::encodings::physical::bitpacking::{InlineBitpacking, OutOfLineBitpacking};
 use lance_encoding::encodings::physical::block::{
     CompressionConfig, CompressionScheme as LanceScheme,
 };
@@ -309,6 +309,17 @@ fn miniblock_decodes_lance_chunks() {
     assert!(checked >= 25, "only {checked} pages compared byte for byte");
 }
 
+/// Our decoding of the levels Lance's `compressor` packed.
+fn decode_lance_levels(compressor: &dyn BlockCompressor, levels: &[u8], n: usize) -> Vec<u8> {
+    let (packed, encoding) = compressor.compress(fixed_block(levels, 16)).unwrap();
+    let description = ours::CompressiveEncoding::decode(file_bytes(&encoding).as_slice()).unwrap();
+    let decoded = LevelsDecoder::new(&description)
+        .unwrap()
+        .decode(&packed.unwrap(), n)
+        .unwrap();
+    decoded.iter().flat_map(|l| l.to_le_bytes()).collect()
+}
+
 #[test]
 fn miniblock_decodes_lance_levels() {
     for n in [1usize, 100, 511, 512, 1023, 1024, 1025, 4096, 5000] {
@@ -316,16 +327,20 @@ fn miniblock_decodes_lance_levels() {
         let levels: Vec<u8> = (0..n)
             .flat_map(|i| u16::from(validity.is_null(i)).to_le_bytes())
             .collect();
-        let (packed, encoding) = OutOfLineBitpacking::new(1, 16)
-            .compress(fixed_block(&levels, 16))
-            .unwrap();
-        let description =
-            ours::CompressiveEncoding::decode(file_bytes(&encoding).as_slice()).unwrap();
-        let decoded = LevelsDecoder::new(&description)
-            .unwrap()
-            .decode(&packed.unwrap(), n)
-            .unwrap();
-        let decoded: Vec<u8> = decoded.iter().flat_map(|l| l.to_le_bytes()).collect();
-        assert_eq!(decoded, levels, "{n} levels");
+        let out_of_line = OutOfLineBitpacking::new(1, 16);
+        assert_eq!(
+            decode_lance_levels(&out_of_line, &levels, n),
+            levels,
+            "{n} levels"
+        );
+        // Lance also writes a chunk's levels as one inline bit-packed block.
+        if n <= 1024 {
+            let inline = InlineBitpacking::new(16);
+            assert_eq!(
+                decode_lance_levels(&inline, &levels, n),
+                levels,
+                "{n} levels, inline"
+            );
+        }
     }
 }

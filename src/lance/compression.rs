@@ -433,6 +433,9 @@ pub(crate) enum LevelDecoder {
     /// FastLanes-packed to `bits` per level, 1024 at a time; a last partial block either
     /// padded and packed or stored as plain u16.
     OutOfLine { bits: usize },
+    /// At most 1024 levels as one inline bit-packed chunk: a u16 bit width, then the
+    /// packed block.
+    Inline,
 }
 
 impl LevelDecoder {
@@ -440,6 +443,11 @@ impl LevelDecoder {
         match &encoding.compression {
             Some(Compression::Flat(flat)) if flat.bits_per_value == 16 && flat.data.is_none() => {
                 Ok(LevelDecoder::Flat)
+            }
+            Some(Compression::InlineBitpacking(bp))
+                if bp.uncompressed_bits_per_value == 16 && bp.values.is_none() =>
+            {
+                Ok(LevelDecoder::Inline)
             }
             Some(Compression::OutOfLineBitpacking(bp)) if bp.uncompressed_bits_per_value == 16 => {
                 match bp.values.as_ref().and_then(|v| v.compression.as_ref()) {
@@ -470,6 +478,20 @@ impl LevelDecoder {
                 check_len(buf, n * 2, "level block")?;
                 out.extend(
                     buf.chunks_exact(2)
+                        .map(|b| u16::from_le_bytes([b[0], b[1]])),
+                );
+            }
+            LevelDecoder::Inline => {
+                let mut bytes = Vec::new();
+                ChunkDecoder::InlineBitpacking { width: 2 }.decode(
+                    &[buf],
+                    n,
+                    &mut bytes,
+                    &mut Vec::new(),
+                )?;
+                out.extend(
+                    bytes
+                        .chunks_exact(2)
                         .map(|b| u16::from_le_bytes([b[0], b[1]])),
                 );
             }

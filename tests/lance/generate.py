@@ -27,3 +27,13 @@ t = pa.table({'a': pa.array([1.5, None, 3.0]), 'label': pa.array(['x', 'y', 'z']
 with lance.file.LanceFileWriter('mixed_2.2.lance', t.schema) as w:
     w.write_batch(t)
 print('mixed_2.2.lance')
+
+# Several pages per column: a small write cache, written 1000 rows at a time.
+for ver in ['2.1', '2.2']:
+    t = table({'lance-encoding:compression': 'zstd', 'lance-encoding:bss': 'on'})
+    p = f'pages_{ver}.lance'
+    with lance.file.LanceFileWriter(p, t.schema, version=ver, data_cache_bytes=4 * 8192) as w:
+        for b in t.to_batches(max_chunksize=1000):
+            w.write_batch(b)
+    assert lance.file.LanceFileReader(p).read_all().to_table().equals(t), p
+    print(p)
