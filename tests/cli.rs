@@ -1824,6 +1824,11 @@ fn lance_files_in_and_out() {
         "{err}"
     );
 
+    let out = ok(&["inspect", "tests/lance/default_2.1.lance"]);
+    assert!(
+        out.contains("column \"x64\": 1 page(s): mini-block: rle of flat 64-bit"),
+        "{out}"
+    );
     let out = ok(&["inspect", "tests/lance/mixed_2.2.lance"]);
     assert!(
         out.contains("Lance (format 2.2)") && out.contains("label (Utf8, not encodable)"),

@@ -682,6 +682,9 @@ pub struct Foreign {
     pub schema: Schema,
     /// Its rows, when the format says so without reading the data.
     pub rows: Option<u64>,
+    /// Per column, how its pages are stored (Lance files: each distinct page layout and
+    /// how many pages use it); empty where the format is not looked into.
+    pub layouts: Vec<(String, Vec<(String, usize)>)>,
 }
 
 /// What `path` is when it is a Parquet, Arrow IPC, `.npy` or raw float file, told by its
@@ -724,6 +727,23 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
                 Field::new(&f.name, data_type, f.nullable)
             })
             .collect();
+        let layouts = (0..reader.fields().len())
+            .filter_map(|f| {
+                let pages = reader.num_pages(f).ok()?;
+                let mut counts: Vec<(String, usize)> = Vec::new();
+                for p in 0..pages {
+                    let text = reader.page_layout(f, p).map_or_else(
+                        |e| format!("unreadable: {e}"),
+                        |l| miniblock::lance::page::describe(&l),
+                    );
+                    match counts.iter_mut().find(|(t, _)| *t == text) {
+                        Some((_, n)) => *n += 1,
+                        None => counts.push((text, 1)),
+                    }
+                }
+                Some((reader.fields()[f].name.clone(), counts))
+            })
+            .collect();
         let format = match reader.version() {
             (2, 1) => "Lance (format 2.1)",
             _ => "Lance (format 2.2)",
@@ -732,6 +752,7 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
             format,
             schema: Schema::new(fields),
             rows: Some(reader.num_rows()),
+            layouts,
         }));
     }
     std::io::Seek::rewind(&mut file)
@@ -744,6 +765,7 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
             format: "Parquet",
             schema: builder.schema().as_ref().clone(),
             rows: u64::try_from(builder.metadata().file_metadata().num_rows()).ok(),
+            layouts: Vec::new(),
         }));
     }
     let ipc_by_name = matches!(ext.as_str(), "arrow" | "arrows" | "feather" | "ipc");
@@ -765,6 +787,7 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
             format,
             schema: schema.as_ref().clone(),
             rows: None,
+            layouts: Vec::new(),
         }));
     }
     let raw = matches!(ext.as_str(), "f32" | "f64");
@@ -782,6 +805,7 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
             },
             schema: input.schema.as_ref().clone(),
             rows,
+            layouts: Vec::new(),
         }));
     }
     Ok(None)

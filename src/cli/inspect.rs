@@ -240,11 +240,21 @@ fn describe_foreign(
                 "format": foreign.format,
                 "num_rows": foreign.rows,
                 "columns": columns,
+                "page_layouts": foreign.layouts.iter().map(|(name, counts)| json!({
+                    "column": name,
+                    "layouts": counts.iter().map(|(t, n)| json!({"layout": t, "pages": n})).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
             })
         )
     } else {
+        let mut layouts = String::new();
+        for (name, counts) in &foreign.layouts {
+            for (text, n) in counts {
+                let _ = writeln!(layouts, "  column {name:?}: {n} page(s): {text}");
+            }
+        }
         say!(
-            "{shown}: a {} file, not a miniblock file: {file_bytes} bytes, {rows}{} column(s): {}\n`miniblock encode {shown}` writes its fixed-width columns to {}",
+            "{shown}: a {} file, not a miniblock file: {file_bytes} bytes, {rows}{} column(s): {}\n{layouts}`miniblock encode {shown}` writes its fixed-width columns to {}",
             foreign.format,
             foreign.schema.fields().len(),
             super::input::describe_fields(&foreign.schema),

@@ -517,10 +517,9 @@ impl LevelDecoder {
                 }
                 if tail > 0 {
                     let rest = &buf[packed_len..];
-                    if buf.len() == raw_tail
-                        && (rest.len() != block || raw_tail == padded_tail)
-                        && rest.len() == tail * 2
-                    {
+                    // Lance's own rule: a buffer of the raw length has a raw tail (when
+                    // both lengths are equal, too).
+                    if buf.len() == raw_tail {
                         out.extend(
                             rest.chunks_exact(2)
                                 .map(|b| u16::from_le_bytes([b[0], b[1]])),
