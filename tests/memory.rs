@@ -469,3 +469,114 @@ fn many_columns_open_in_linear_time() {
         );
     }
 }
+
+/// A Lance file rebuilt with its column metadata changed by `edit`: data and schema as
+/// they were, then the new metadata, offset tables and footer.
+fn lance_with(file: &[u8], edit: impl Fn(&mut miniblock::proto::lance::ColumnMetadata)) -> Vec<u8> {
+    use miniblock::proto::lance::ColumnMetadata;
+    let at = |i: usize| u64::from_le_bytes(file[i..i + 8].try_into().unwrap()) as usize;
+    let footer = file.len() - 40;
+    let (first_meta, meta_table, global_table) = (at(footer), at(footer + 8), at(footer + 16));
+    let columns = u32::from_le_bytes(file[footer + 28..footer + 32].try_into().unwrap()) as usize;
+    let mut out = file[..first_meta].to_vec();
+    let mut table = Vec::new();
+    for c in 0..columns {
+        let (pos, len) = (at(meta_table + 16 * c), at(meta_table + 16 * c + 8));
+        let mut meta = ColumnMetadata::decode(&file[pos..pos + len]).unwrap();
+        edit(&mut meta);
+        let bytes = meta.encode_to_vec();
+        table.extend_from_slice(&(out.len() as u64).to_le_bytes());
+        table.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    let new_meta_table = out.len() as u64;
+    out.extend_from_slice(&table);
+    let new_global_table = out.len() as u64;
+    out.extend_from_slice(&file[global_table..footer]);
+    out.extend_from_slice(&(first_meta as u64).to_le_bytes());
+    out.extend_from_slice(&new_meta_table.to_le_bytes());
+    out.extend_from_slice(&new_global_table.to_le_bytes());
+    out.extend_from_slice(&file[footer + 24..]);
+    out
+}
+
+/// Lance pages claiming far more rows, items or dictionary entries than their bytes hold
+/// are refused without allocating for the claims.
+#[test]
+fn lance_claims_do_not_drive_allocation() {
+    use miniblock::lance::LanceReader;
+    use miniblock::proto::lance::{page_layout::Layout, Any, PageLayout};
+    let serial = serial();
+    let read = |bytes: &[u8]| -> bool {
+        let Ok(mut reader) = LanceReader::open(Cursor::new(bytes)) else {
+            return true;
+        };
+        (0..reader.fields().len()).any(|f| reader.read_column(f).is_err())
+    };
+    let edit_layout = |meta: &mut miniblock::proto::lance::ColumnMetadata,
+                       f: &dyn Fn(&mut PageLayout, &mut u64)| {
+        for page in &mut meta.pages {
+            let Some(miniblock::proto::lance::encoding::Location::Direct(direct)) =
+                page.encoding.as_mut().and_then(|e| e.location.as_mut())
+            else {
+                continue;
+            };
+            let mut any = Any::decode(direct.encoding.as_slice()).unwrap();
+            let mut layout = PageLayout::decode(any.value.as_slice()).unwrap();
+            f(&mut layout, &mut page.length);
+            any.value = layout.encode_to_vec();
+            direct.encoding = any.encode_to_vec();
+        }
+    };
+    for name in ["default_2.1", "default_2.2", "zstd_bss_2.1"] {
+        let file = std::fs::read(format!("tests/lance/{name}.lance")).unwrap();
+        let huge_rows = lance_with(&file, |meta| {
+            edit_layout(meta, &|layout, length| {
+                *length = 1 << 40;
+                if let Some(Layout::MiniBlockLayout(mb)) = &mut layout.layout {
+                    mb.num_items = 1 << 40;
+                }
+            });
+        });
+        assert_bounded(&serial, &format!("{name}: 2^40 rows"), file.len(), || {
+            read(&huge_rows)
+        });
+        let huge_dictionary = lance_with(&file, |meta| {
+            edit_layout(meta, &|layout, _| {
+                if let Some(Layout::MiniBlockLayout(mb)) = &mut layout.layout {
+                    mb.num_dictionary_items = u64::MAX / 2;
+                }
+            });
+        });
+        if name == "default_2.2" {
+            assert_bounded(
+                &serial,
+                &format!("{name}: 2^63 dictionary items"),
+                file.len(),
+                || read(&huge_dictionary),
+            );
+        }
+        let constant = lance_with(&file, |meta| {
+            edit_layout(meta, &|layout, length| {
+                *length = 1 << 40;
+                layout.layout = Some(Layout::ConstantLayout(
+                    miniblock::proto::lance::ConstantLayout {
+                        layers: vec![1],
+                        inline_value: Some(vec![0; 8]),
+                        ..Default::default()
+                    },
+                ));
+            });
+            for page in &mut meta.pages {
+                page.buffer_offsets.clear();
+                page.buffer_sizes.clear();
+            }
+        });
+        assert_bounded(
+            &serial,
+            &format!("{name}: constant page of 2^40 rows"),
+            file.len(),
+            || read(&constant),
+        );
+    }
+}

@@ -19,7 +19,7 @@ use super::{logical_to_arrow, FOOTER_LEN, MAGIC, PAGE_LAYOUT_URL};
 const MAX_METADATA: u64 = 256 << 20;
 
 /// Most rows a constant page (no buffers, one value) is expanded to.
-const MAX_CONSTANT_ROWS: usize = 1 << 26;
+const MAX_CONSTANT_ROWS: usize = 1 << 24;
 
 /// One field of a Lance file's schema.
 #[derive(Debug, Clone)]
