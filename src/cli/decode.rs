@@ -237,8 +237,7 @@ impl Source {
         }
     }
 
-    /// Batches of the given columns over `rows`. A Lance file's columns are read whole
-    /// (their pages need not line up across columns), then sliced.
+    /// Batches of the given columns over `rows`, decoded page by page as they come.
     fn scan(
         self,
         columns: &[usize],
@@ -250,28 +249,15 @@ impl Source {
                 batch_rows: TABLE_STEP_ROWS,
                 rows: Some(rows),
             })?)),
-            Source::Lance { mut reader, schema } => {
-                let projected = std::sync::Arc::new(schema.project(columns).map_err(|e| {
-                    miniblock::Error::Unsupported {
-                        message: e.to_string(),
-                    }
-                })?);
-                let mut arrays = Vec::with_capacity(columns.len());
-                for field in projected.fields() {
-                    let index = reader.field_index(field.name())?;
-                    arrays.push(reader.read_column(index)?);
-                }
-                let (start, end) = (rows.start as usize, rows.end as usize);
-                let batches: Vec<Result<RecordBatch, arrow_schema::ArrowError>> = (start..end)
-                    .step_by(TABLE_STEP_ROWS)
-                    .map(|from| {
-                        let len = TABLE_STEP_ROWS.min(end - from);
-                        RecordBatch::try_new(
-                            projected.clone(),
-                            arrays.iter().map(|a| a.slice(from, len)).collect(),
-                        )
-                    })
-                    .collect();
+            Source::Lance { reader, schema } => {
+                let fields = columns
+                    .iter()
+                    .map(|&c| reader.field_index(schema.field(c).name()))
+                    .collect::<miniblock::Result<Vec<_>>>()?;
+                let scan = reader.scan(&fields, TABLE_STEP_ROWS, rows)?;
+                let projected = scan.schema();
+                let batches = scan
+                    .map(|b| b.map_err(|e| arrow_schema::ArrowError::ExternalError(Box::new(e))));
                 Ok(Box::new(arrow_array::RecordBatchIterator::new(
                     batches, projected,
                 )))

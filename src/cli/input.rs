@@ -625,7 +625,7 @@ pub fn is_lance(path: &Path) -> Result<bool, CliError> {
 /// handed out in batches.
 fn lance(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError> {
     let fail = |e: miniblock::Error| CliError::new(format!("{shown}: {e}"));
-    let mut reader = miniblock::lance::LanceReader::open(BufReader::new(file)).map_err(fail)?;
+    let reader = miniblock::lance::LanceReader::open(BufReader::new(file)).map_err(fail)?;
     let names: Vec<String> = if wanted.is_empty() {
         let readable = reader.schema();
         let all = reader.fields();
@@ -643,35 +643,27 @@ fn lance(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError>
     } else {
         wanted.to_vec()
     };
-    let mut fields = Vec::with_capacity(names.len());
-    let mut arrays = Vec::with_capacity(names.len());
+    let mut indices = Vec::with_capacity(names.len());
     for name in &names {
         let index = reader.field_index(name).map_err(fail)?;
         let field = &reader.fields()[index];
-        let Some(data_type) = field.data_type.clone() else {
+        if field.data_type.is_none() {
             return Err(CliError::new(format!(
                 "{shown}: column {name:?} is {}, not a fixed-width column",
                 field.logical_type
             )));
-        };
-        fields.push(Field::new(name, data_type, field.nullable));
-        arrays.push(reader.read_column(index).map_err(fail)?);
+        }
+        indices.push(index);
     }
-    if fields.is_empty() {
+    if indices.is_empty() {
         return Err(CliError::new(format!("{shown}: no fixed-width columns")));
     }
-    let schema: SchemaRef = Arc::new(Schema::new(fields));
-    let rows = reader.num_rows() as usize;
-    let batch_schema = schema.clone();
-    let batches = (0..rows).step_by(BATCH_VALUES).map(move |from| {
-        let len = BATCH_VALUES.min(rows - from);
-        RecordBatch::try_new(
-            batch_schema.clone(),
-            arrays.iter().map(|a| a.slice(from, len)).collect(),
-        )
-        .map_err(|e| CliError::new(e.to_string()))
-    });
-    Ok((schema, Some(Size::Rows(rows as u64)), Box::new(batches)))
+    let rows = reader.num_rows();
+    let scan = reader.scan(&indices, BATCH_VALUES, 0..rows).map_err(fail)?;
+    let schema = scan.schema();
+    let shown = shown.to_owned();
+    let batches = scan.map(move |b| b.map_err(|e| CliError::new(format!("{shown}: {e}"))));
+    Ok((schema, Some(Size::Rows(rows)), Box::new(batches)))
 }
 
 /// A file of another format than miniblock's, as `inspect` describes it.

@@ -30,7 +30,7 @@ mod writer;
 use arrow_schema::{DataType, TimeUnit};
 
 pub use page::LanceValues;
-pub use reader::{LanceField, LanceReader};
+pub use reader::{LanceField, LanceReader, LanceScan};
 pub use writer::{LanceEncoding, LanceWriteOptions, LanceWriter};
 
 /// The last four bytes of a Lance file.

@@ -373,6 +373,153 @@ impl<R: Read + Seek> LanceReader<R> {
     }
 }
 
+impl<R: Read + Seek> LanceReader<R> {
+    /// Streams `fields` (indices into [`fields`](Self::fields), in that order) as record
+    /// batches of at most `batch_rows` rows over `rows`. Each column's pages decode one at
+    /// a time as the batches reach them (pages need not line up across columns), so memory
+    /// stays at about one page per column.
+    pub fn scan(
+        self,
+        fields: &[usize],
+        batch_rows: usize,
+        rows: std::ops::Range<u64>,
+    ) -> Result<LanceScan<R>> {
+        if batch_rows == 0 {
+            return Err(Error::invalid("batches of 0 rows"));
+        }
+        if rows.start > rows.end || rows.end > self.rows {
+            return Err(Error::invalid(format!(
+                "rows {}..{} of a file of {}",
+                rows.start, rows.end, self.rows
+            )));
+        }
+        let mut columns = Vec::with_capacity(fields.len());
+        let mut schema_fields = Vec::with_capacity(fields.len());
+        for &field in fields {
+            let (column, data_type) = self.column_of(field)?;
+            let mut starts = Vec::with_capacity(self.columns[column].pages.len() + 1);
+            let mut total = 0u64;
+            starts.push(0);
+            for page in &self.columns[column].pages {
+                total = total
+                    .checked_add(page.length)
+                    .filter(|&t| t <= self.rows)
+                    .ok_or_else(|| {
+                        Error::corrupt(format!(
+                            "Lance column {column}'s pages hold more than the file's {} rows",
+                            self.rows
+                        ))
+                    })?;
+                starts.push(total);
+            }
+            if total != self.rows {
+                return Err(Error::corrupt(format!(
+                    "Lance column {column}'s pages hold {total} rows, the file {}",
+                    self.rows
+                )));
+            }
+            let f = &self.fields[field];
+            schema_fields.push(Field::new(&f.name, data_type, f.nullable));
+            columns.push(ScanColumn {
+                field,
+                starts,
+                page: None,
+            });
+        }
+        let schema = Arc::new(Schema::new(schema_fields));
+        Ok(LanceScan {
+            reader: self,
+            schema,
+            columns,
+            next: rows.start,
+            end: rows.end,
+            batch_rows,
+        })
+    }
+}
+
+struct ScanColumn {
+    field: usize,
+    /// The first row of each page, and the total last.
+    starts: Vec<u64>,
+    /// The decoded page in hand: its index and values.
+    page: Option<(usize, ArrayRef)>,
+}
+
+/// Record batches of a Lance file, from [`LanceReader::scan`]. An error ends the stream.
+pub struct LanceScan<R> {
+    reader: LanceReader<R>,
+    schema: SchemaRef,
+    columns: Vec<ScanColumn>,
+    next: u64,
+    end: u64,
+    batch_rows: usize,
+}
+
+impl<R: Read + Seek> LanceScan<R> {
+    /// The batches' schema.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn batch(&mut self, from: u64, len: usize) -> Result<arrow_array::RecordBatch> {
+        let mut arrays = Vec::with_capacity(self.columns.len());
+        for column in &mut self.columns {
+            let mut parts: Vec<ArrayRef> = Vec::new();
+            let (mut row, end) = (from, from + len as u64);
+            while row < end {
+                // The page holding `row`: the last one starting at or before it.
+                let page = column.starts.partition_point(|&s| s <= row) - 1;
+                if column.page.as_ref().is_none_or(|(p, _)| *p != page) {
+                    let array = self.reader.read_page(column.field, page)?;
+                    column.page = Some((page, array));
+                }
+                let (_, array) = column.page.as_ref().expect("decoded above");
+                let offset = (row - column.starts[page]) as usize;
+                let take =
+                    ((end.min(column.starts[page + 1]) - row) as usize).min(array.len() - offset);
+                if take == 0 {
+                    return Err(Error::corrupt(
+                        "a Lance page decoded to fewer rows than it claims",
+                    ));
+                }
+                parts.push(array.slice(offset, take));
+                row += take as u64;
+            }
+            arrays.push(if parts.len() == 1 {
+                parts.pop().expect("one part")
+            } else {
+                let refs: Vec<&dyn arrow_array::Array> = parts.iter().map(AsRef::as_ref).collect();
+                arrow_select::concat::concat(&refs).map_err(|e| Error::invalid(e.to_string()))?
+            });
+        }
+        arrow_array::RecordBatch::try_new(self.schema.clone(), arrays)
+            .map_err(|e| Error::invalid(e.to_string()))
+    }
+}
+
+impl<R: Read + Seek> Iterator for LanceScan<R> {
+    type Item = Result<arrow_array::RecordBatch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.end {
+            return None;
+        }
+        let len = (self.end - self.next).min(self.batch_rows as u64) as usize;
+        let from = self.next;
+        match self.batch(from, len) {
+            Ok(batch) => {
+                self.next += len as u64;
+                Some(Ok(batch))
+            }
+            Err(e) => {
+                self.next = self.end;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
 /// A page's `PageLayout`, unwrapped from its `Any`.
 fn parse_layout(meta: &pb::column_metadata::Page) -> Result<pb::PageLayout> {
     let encoding = match meta.encoding.as_ref().and_then(|e| e.location.as_ref()) {
