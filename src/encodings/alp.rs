@@ -402,7 +402,7 @@ pub enum IntLayout {
     /// Whole-byte streams (byte 0 of every integer, then byte 1, ...): larger, but what
     /// a general compressor on top compresses best.
     Streams,
-    /// Whole-byte streams, each entropy-coded on its own ([`entropy`](super::entropy)),
+    /// Whole-byte streams, each entropy-coded on its own ([`super::entropy`]),
     /// behind a compact header: no general compressor, and no per-chunk frame or table
     /// of one.
     Entropy,
