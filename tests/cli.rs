@@ -1824,6 +1824,18 @@ fn lance_files_in_and_out() {
         "{err}"
     );
 
+    // compare measures every column of a Lance file written in several pages.
+    let out = ok(&[
+        "compare",
+        "tests/lance/pages_2.2.lance",
+        "--encoding",
+        "bss+zstd",
+        "--runs",
+        "1",
+    ]);
+    for column in ["x64", "x32", "n64", "n32"] {
+        assert!(out.contains(&format!("pages_2.2:{column}")), "{out}");
+    }
     let out = ok(&["inspect", "tests/lance/default_2.1.lance"]);
     assert!(
         out.contains("column \"x64\": 1 page(s): mini-block: rle of flat 64-bit"),
