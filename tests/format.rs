@@ -161,6 +161,7 @@ fn delta_takes_whole_integer_widths_only() {
     let delta = |bits| ArrayEncoding {
         array_encoding: Some(array_encoding::ArrayEncoding::Delta(Delta {
             bits_per_value: bits,
+            ..Delta::default()
         })),
     };
     for bits in [0u64, 7, 24, 40, 128, 256, u64::MAX] {
@@ -173,15 +174,22 @@ fn delta_takes_whole_integer_widths_only() {
         assert_eq!(encoder.array_encoding(), delta(bits));
         let decompressor = decompressor_for(&delta(bits)).unwrap();
         assert_eq!(decompressor.value_width() as u64 * 8, bits);
-        for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd] {
+        for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd, Encoding::DeltaAns] {
             let message = encoding.compressor(bits).unwrap().array_encoding();
             assert_eq!(Encoding::of(&message), Some(encoding));
             assert!(decompressor_for(&message).is_ok());
         }
     }
     // Delta alone is a valid inner encoding but not one of the encodings a page is
-    // written with.
+    // written with, unless entropy-coded; page tables without entropy coding are corrupt.
     assert_eq!(Encoding::of(&delta(32)), None);
+    let mut message = delta(32);
+    let Some(array_encoding::ArrayEncoding::Delta(d)) = &mut message.array_encoding else {
+        unreachable!()
+    };
+    d.page_tables = vec![1, 5, 1, 5, 0, 1, 31, 1];
+    let err = decompressor_for(&message).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     for width in [3, 5, 16, 32] {
         assert!(!Encoding::DeltaZstd.supports_width(width));
         assert!(Encoding::DeltaZstd.compressor(width as u64 * 8).is_err());

@@ -51,9 +51,8 @@
 //! e  f  b  fl   x = 1         reference 215             0,2,5,5  pos 3   the NaN's bits
 //! ```
 
-use super::{
-    checked_len, entropy, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
-};
+use super::entropy::{self, KindHistogram, PageTables};
+use super::{checked_len, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
 use crate::error::{Error, Result};
 use crate::kernels::bitpack;
 use crate::proto::encodings::{array_encoding, Alp, ArrayEncoding};
@@ -514,7 +513,22 @@ pub struct AlpEncoder {
     shape: ChunkShape,
     float: Float,
     layout: IntLayout,
+    /// Entropy-coded layout: the tables of the page being encoded (see
+    /// [`MiniBlockCompressor::for_page`]); none until then.
+    tables: PageTables,
 }
+
+/// Where an entropy-coded chunk's streams go: coded into the chunk, or counted, a
+/// histogram per stream with its kind (byte j of the integers is kind j, byte j of the
+/// corrections kind 8 + j), while a page's tables are built.
+enum Sink<'a> {
+    Write,
+    Count(&'a mut Vec<KindHistogram>),
+}
+
+/// Chunks of a page sampled for its entropy tables: the tables cost an ALP pass over
+/// each, and symbols a sampled chunk lacks fall back to tables of the chunk's own.
+const TABLE_SAMPLE_CHUNKS: usize = 256;
 
 impl AlpEncoder {
     /// An encoder for floats of `bits_per_value` bits (32 or 64), bit-packing the
@@ -525,6 +539,7 @@ impl AlpEncoder {
             float: Float::try_new(shape.width)?,
             shape,
             layout: IntLayout::Packed,
+            tables: PageTables::default(),
         })
     }
 
@@ -542,8 +557,9 @@ impl AlpEncoder {
         Self { layout, ..self }
     }
 
-    /// Appends `values` of `bits` bits in this encoder's layout.
-    fn store(&self, values: &[u64], bits: u8, out: &mut Vec<u8>) {
+    /// Appends `values` of `bits` bits in this encoder's layout; entropy-coded streams of
+    /// byte j go to `sink` as kind `kind + j`.
+    fn store(&self, values: &[u64], bits: u8, out: &mut Vec<u8>, sink: &mut Sink, kind: usize) {
         match self.layout {
             IntLayout::Packed => bitpack::pack(values, bits, out),
             IntLayout::Streams => {
@@ -556,8 +572,16 @@ impl AlpEncoder {
                 for j in 0..usize::from(bits).div_ceil(8) {
                     stream.clear();
                     stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
-                    entropy::encode(&stream, out)
-                        .expect("a chunk of at most 65536 values makes streams the coder takes");
+                    match sink {
+                        Sink::Write => entropy::encode(&stream, &self.tables, out).expect(
+                            "a chunk of at most 65536 values makes streams the coder takes",
+                        ),
+                        Sink::Count(histograms) => {
+                            let mut counts = [0u32; 256];
+                            entropy::count(&stream, &mut counts);
+                            histograms.push((kind + j, counts));
+                        }
+                    }
                 }
             }
         }
@@ -650,6 +674,7 @@ impl MiniBlockCompressor for AlpEncoder {
             array_encoding: Some(array_encoding::ArrayEncoding::Alp(Alp {
                 bits_per_value: self.shape.width as u64 * 8,
                 entropy_coded: self.layout == IntLayout::Entropy,
+                page_tables: self.tables.to_bytes(),
             })),
         }
     }
@@ -659,6 +684,46 @@ impl MiniBlockCompressor for AlpEncoder {
         values: &[u8],
         out: &mut Vec<u8>,
         _scratch: &mut Vec<u8>,
+    ) -> Result<ChunkStorage> {
+        self.encode_chunk(values, out, &mut Sink::Write)
+    }
+
+    /// Entropy-coded layout: an encoder with tables built from the integer and
+    /// correction streams of up to [`TABLE_SAMPLE_CHUNKS`] chunks spread over the page.
+    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+        if self.layout != IntLayout::Entropy {
+            return Ok(None);
+        }
+        let (sample, scale) = super::sample_chunks(
+            values,
+            self.shape.width,
+            self.shape.chunk_values,
+            TABLE_SAMPLE_CHUNKS,
+        )?;
+        let mut histograms = Vec::new();
+        let mut out = Vec::new();
+        for chunk in sample {
+            self.encode_chunk(chunk, &mut out, &mut Sink::Count(&mut histograms))?;
+            out.clear();
+        }
+        let tables = PageTables::from_streams(&histograms, scale);
+        if tables.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(Self {
+            tables,
+            ..self.clone()
+        })))
+    }
+}
+
+impl AlpEncoder {
+    /// Encodes one chunk onto `out`, or with [`Sink::Count`] only counts its streams.
+    fn encode_chunk(
+        &self,
+        values: &[u8],
+        out: &mut Vec<u8>,
+        sink: &mut Sink,
     ) -> Result<ChunkStorage> {
         self.shape.check_chunk(values)?;
         let float = self.float;
@@ -850,9 +915,9 @@ impl MiniBlockCompressor for AlpEncoder {
         if corrected {
             out.push(correction_bits);
         }
-        self.store(&stored, bits, out);
+        self.store(&stored, bits, out, sink, 0);
         if corrected {
-            self.store(&corrections, correction_bits, out);
+            self.store(&corrections, correction_bits, out, sink, 8);
         }
         for &p in &positions {
             out.extend_from_slice(&p.to_le_bytes());
@@ -877,11 +942,14 @@ impl MiniBlockCompressor for AlpEncoder {
 #[derive(Debug, Clone)]
 pub struct AlpDecompressor {
     float: Float,
+    tables: PageTables,
 }
 
 impl AlpDecompressor {
-    /// A decompressor for floats of `bits_per_value` bits (32 or 64).
-    pub fn try_new(bits_per_value: u64) -> Result<Self> {
+    /// A decompressor for the pages `alp` describes: floats of `bits_per_value` bits
+    /// (32 or 64), with the page's entropy tables, parsed and validated here.
+    pub fn new(alp: &Alp) -> Result<Self> {
+        let bits_per_value = alp.bits_per_value;
         let width = super::width_from_bits(bits_per_value)?;
         Ok(Self {
             float: Float::try_new(width).map_err(|_| {
@@ -889,6 +957,7 @@ impl AlpDecompressor {
                     "alp with bits_per_value {bits_per_value} (32 or 64 is supported)"
                 ))
             })?,
+            tables: PageTables::parse(&alp.page_tables)?,
         })
     }
 }
@@ -931,6 +1000,7 @@ impl<'a> Chunk<'a> {
         chunk: &'a [u8],
         n: usize,
         float: Float,
+        tables: &PageTables,
         scratch: &'a mut Vec<u8>,
     ) -> Result<Option<Self>> {
         let corrupt = |what: String| Error::corrupt(format!("alp chunk of {n} values: {what}"));
@@ -1062,7 +1132,7 @@ impl<'a> Chunk<'a> {
             scratch.clear();
             scratch.resize(int_bytes + correction_bytes, 0);
             for stream in scratch.chunks_exact_mut(n.max(1)) {
-                pos += entropy::decode(&chunk[pos..], stream)?;
+                pos += entropy::decode(&chunk[pos..], stream, tables)?;
             }
             if chunk.len() - pos != count * (2 + float.width) {
                 return Err(corrupt(format!(
@@ -1269,7 +1339,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
                 "an alp chunk is marked compressed, but alp has no compression",
             ));
         }
-        match Chunk::parse(chunk, num_values, self.float, scratch)? {
+        match Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)? {
             None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
             Some(parsed) => parsed.decode(num_values, self.float, out),
         }
@@ -1280,6 +1350,13 @@ impl MiniBlockDecompressor for AlpDecompressor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decompressor(bits_per_value: u64) -> Result<AlpDecompressor> {
+        AlpDecompressor::new(&Alp {
+            bits_per_value,
+            ..Alp::default()
+        })
+    }
 
     fn bytes64(values: &[f64]) -> Vec<u8> {
         values.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -1300,7 +1377,7 @@ mod tests {
         expected.extend_from_slice(&f64::NAN.to_le_bytes());
         assert_eq!(out, expected);
         let mut back = vec![0; 32];
-        AlpDecompressor::try_new(64)
+        decompressor(64)
             .unwrap()
             .decompress_into(&out, 4, ChunkStorage::Raw, &mut back, &mut Vec::new())
             .unwrap();
@@ -1317,7 +1394,7 @@ mod tests {
 
     fn decode(width: usize, chunk: &[u8], n: usize) -> Result<Vec<u8>> {
         let mut out = vec![0; n * width];
-        AlpDecompressor::try_new(width as u64 * 8)?.decompress_into(
+        decompressor(width as u64 * 8)?.decompress_into(
             chunk,
             n,
             ChunkStorage::Raw,
@@ -1678,7 +1755,7 @@ mod tests {
         assert!(decode(8, &good, MAX_VALUES + 1).is_err());
         // Marked compressed.
         let mut out = vec![0; 300 * 8];
-        let err = AlpDecompressor::try_new(64)
+        let err = decompressor(64)
             .unwrap()
             .decompress_into(
                 &good,
@@ -1690,7 +1767,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }));
         // Widths ALP does not take.
-        assert!(AlpDecompressor::try_new(16).is_err());
+        assert!(decompressor(16).is_err());
         assert!(AlpEncoder::try_new(16).is_err());
     }
 }

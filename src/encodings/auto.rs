@@ -158,7 +158,7 @@ fn rank(encoding: Encoding) -> usize {
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 12] = [
+const SPEED_ORDER: [Encoding; 13] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
@@ -167,6 +167,7 @@ const SPEED_ORDER: [Encoding; 12] = [
     Encoding::Alp,
     Encoding::AlpLz4,
     Encoding::AlpAns,
+    Encoding::DeltaAns,
     Encoding::Zstd,
     Encoding::BssZstd,
     Encoding::DeltaZstd,
@@ -230,7 +231,7 @@ impl FromStr for Strategy {
 }
 
 /// `auto`'s decision for one page.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 pub struct Choice {
     /// The encoding picked.
     pub encoding: Encoding,
@@ -242,6 +243,9 @@ pub struct Choice {
     /// Whole chunks the trials already encoded with the picked encoding, by chunk index:
     /// the page encoder copies them instead of encoding them again.
     pub(crate) encoded_chunks: Vec<TrialChunk>,
+    /// The picked encoding's compressor made for this page, when it learns from the page
+    /// ([`MiniBlockCompressor::for_page`]); the trials used it.
+    pub(crate) page_compressor: Option<Box<dyn MiniBlockCompressor>>,
 }
 
 /// One chunk as a trial encoded it.
@@ -392,12 +396,41 @@ impl AutoChooser {
         let first = self.windows(num_values, FIRST_SAMPLE_EVERY, min_windows, usize::MAX)?;
         let mut estimates: Vec<(Encoding, Option<f64>)> =
             self.compressors.iter().map(|(e, _)| (*e, None)).collect();
-        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+        // Candidates that learn from the page are made for it once, and tried as made.
+        let mut page_compressors: Vec<Option<Box<dyn MiniBlockCompressor>>> = self
+            .compressors
+            .iter()
+            .map(|(encoding, compressor)| {
+                if encoding.is_alp() && !try_alp {
+                    Ok(None)
+                } else {
+                    compressor.for_page(values)
+                }
+            })
+            .collect::<Result<_>>()?;
+        // What a page compressor's encoding carries (its tables) is paid once per page:
+        // per value byte, it is added to every estimate of that candidate.
+        let carried: Vec<f64> = page_compressors
+            .iter()
+            .map(|page| {
+                page.as_ref().map_or(0.0, |c| {
+                    prost::Message::encoded_len(&c.array_encoding()) as f64
+                        / values.len().max(1) as f64
+                })
+            })
+            .collect();
+        let compressors: Vec<(Encoding, &dyn MiniBlockCompressor)> = self
+            .compressors
+            .iter()
+            .zip(&page_compressors)
+            .map(|((e, c), page)| (*e, page.as_deref().unwrap_or(c.as_ref())))
+            .collect();
+        for (i, &(encoding, compressor)) in compressors.iter().enumerate() {
             if encoding.is_alp() && !try_alp {
                 continue;
             }
-            if !is_zstd(*encoding) {
-                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
+            if !is_zstd(encoding) {
+                estimates[i].1 = Some(trial.ratio(i, encoding, compressor, &first)? + carried[i]);
             }
         }
         // Nothing to gain cheaply: with a knob that wants min_gain for slower decoding,
@@ -408,9 +441,9 @@ impl AutoChooser {
             .fold(f64::INFINITY, f64::min);
         let skip_zstd =
             self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;
-        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
-            if is_zstd(*encoding) && !skip_zstd && (try_alp || !encoding.is_alp()) {
-                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
+        for (i, &(encoding, compressor)) in compressors.iter().enumerate() {
+            if is_zstd(encoding) && !skip_zstd && (try_alp || !encoding.is_alp()) {
+                estimates[i].1 = Some(trial.ratio(i, encoding, compressor, &first)? + carried[i]);
             }
         }
         // Stage 2: when the two smallest are close, measure them again on ~1/8 of it.
@@ -451,8 +484,8 @@ impl AutoChooser {
             if refine && rb <= ra * CLOSE && second.len() > first.len() {
                 let mut drift = 0.0;
                 for (i, before) in [(a, ra), (b, rb)] {
-                    let (encoding, compressor) = &self.compressors[i];
-                    let after = trial.ratio(i, *encoding, compressor.as_ref(), &second)?;
+                    let (encoding, compressor) = compressors[i];
+                    let after = trial.ratio(i, encoding, compressor, &second)? + carried[i];
                     drift += after / before.max(f64::MIN_POSITIVE) / 2.0;
                     estimates[i].1 = Some(after);
                 }
@@ -482,6 +515,7 @@ impl AutoChooser {
             sample_bytes,
             estimates,
             encoded_chunks,
+            page_compressor: page_compressors[index].take(),
         })
     }
 

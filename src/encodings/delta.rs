@@ -16,6 +16,12 @@
 //! Values are integers of 1, 2, 4 or 8 bytes: floats of 16, 32 and 64 bits and every
 //! integer, date, time and timestamp type.
 //!
+//! `delta+ans` entropy-codes the residual streams instead ([`entropy`], with the page's
+//! tables, which the `Delta` message carries): bit 7 of the order byte is set, and the W
+//! streams follow as entropy-coded streams of n bytes each, stream 0 first. A chunk
+//! whose coded streams would not be smaller than its residuals keeps them as they are
+//! (bit 7 clear).
+//!
 //! ```text
 //! delta chunk of n values of W bytes (W = 1, 2, 4 or 8)
 //!   byte 0           order: 1 or 2
@@ -53,6 +59,7 @@
 
 use arrow_buffer::MutableBuffer;
 
+use super::entropy::{self, KindHistogram, PageTables};
 use super::{
     check_output, checked_len, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
     MiniBlockDecompressor,
@@ -63,6 +70,12 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding, Delta};
 
 /// Bytes before a chunk's residuals: the order.
 pub const HEADER_BYTES: usize = 1;
+
+/// Bit of the order byte: the residual streams are entropy-coded.
+const ENTROPY_BIT: u8 = 0x80;
+
+/// Chunks of a page sampled for its entropy tables.
+const TABLE_SAMPLE_CHUNKS: usize = 256;
 
 /// Whether the delta encoding takes values of `width` bytes.
 pub fn supports_width(width: usize) -> bool {
@@ -209,6 +222,11 @@ macro_rules! by_width {
 #[derive(Debug, Clone)]
 pub struct DeltaEncoder {
     shape: ChunkShape,
+    /// Whether the residual streams are entropy-coded (`delta+ans`).
+    entropy_coded: bool,
+    /// Entropy-coded: the tables of the page being encoded (see
+    /// [`MiniBlockCompressor::for_page`]); none until then.
+    tables: PageTables,
 }
 
 impl DeltaEncoder {
@@ -216,7 +234,11 @@ impl DeltaEncoder {
     pub fn try_new(bits_per_value: u64) -> Result<Self> {
         let shape = ChunkShape::from_bits(bits_per_value)?;
         check_width(shape.width)?;
-        Ok(Self { shape })
+        Ok(Self {
+            shape,
+            entropy_coded: false,
+            tables: PageTables::default(),
+        })
     }
 
     /// The same encoder with chunks of `chunk_values` values (a power of two up to
@@ -224,7 +246,30 @@ impl DeltaEncoder {
     pub fn with_chunk_values(self, chunk_values: usize) -> Result<Self> {
         Ok(Self {
             shape: self.shape.with_chunk_values(chunk_values)?,
+            ..self
         })
+    }
+
+    /// The same encoder, entropy-coding the residual streams (`delta+ans`).
+    #[must_use]
+    pub fn entropy_coded(self) -> Self {
+        Self {
+            entropy_coded: true,
+            ..self
+        }
+    }
+
+    /// The order and the byte-stream split residuals of a chunk, into `split`.
+    fn split_residuals(&self, values: &[u8], scratch: &mut Vec<u8>, split: &mut Vec<u8>) -> u8 {
+        let width = self.shape.width;
+        let [first, second] = by_width!(width, order_costs(values));
+        let order = if second < first { 2 } else { 1 };
+        scratch.clear();
+        scratch.resize(values.len(), 0);
+        by_width!(width, residuals(values, order, scratch));
+        split.clear();
+        kernels::split_append(scratch, split, width);
+        order
     }
 }
 
@@ -241,6 +286,8 @@ impl MiniBlockCompressor for DeltaEncoder {
         ArrayEncoding {
             array_encoding: Some(array_encoding::ArrayEncoding::Delta(Delta {
                 bits_per_value: self.shape.width as u64 * 8,
+                entropy_coded: self.entropy_coded,
+                page_tables: self.tables.to_bytes(),
             })),
         }
     }
@@ -253,14 +300,59 @@ impl MiniBlockCompressor for DeltaEncoder {
     ) -> Result<ChunkStorage> {
         self.shape.check_chunk(values)?;
         let width = self.shape.width;
-        let [first, second] = by_width!(width, order_costs(values));
-        let order = if second < first { 2 } else { 1 };
-        scratch.clear();
-        scratch.resize(values.len(), 0);
-        by_width!(width, residuals(values, order, scratch));
-        out.push(order);
-        kernels::split_append(scratch, out, width);
+        if !self.entropy_coded {
+            let [first, second] = by_width!(width, order_costs(values));
+            let order = if second < first { 2 } else { 1 };
+            scratch.clear();
+            scratch.resize(values.len(), 0);
+            by_width!(width, residuals(values, order, scratch));
+            out.push(order);
+            kernels::split_append(scratch, out, width);
+            return Ok(ChunkStorage::Raw);
+        }
+        let mut split = Vec::with_capacity(values.len());
+        let order = self.split_residuals(values, scratch, &mut split);
+        let start = out.len();
+        out.push(order | ENTROPY_BIT);
+        let n = values.len() / width;
+        for stream in split.chunks_exact(n.max(1)) {
+            entropy::encode(stream, &self.tables, out)?;
+        }
+        if out.len() - start >= HEADER_BYTES + values.len() {
+            out.truncate(start);
+            out.push(order);
+            out.extend_from_slice(&split);
+        }
         Ok(ChunkStorage::Raw)
+    }
+
+    /// Entropy-coded: an encoder with tables built from the residual streams of up to
+    /// [`TABLE_SAMPLE_CHUNKS`] chunks spread over the page (stream j is kind j).
+    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+        if !self.entropy_coded {
+            return Ok(None);
+        }
+        let width = self.shape.width;
+        let (sample, scale) =
+            super::sample_chunks(values, width, self.shape.chunk_values, TABLE_SAMPLE_CHUNKS)?;
+        let mut streams: Vec<KindHistogram> = Vec::new();
+        let (mut scratch, mut split) = (Vec::new(), Vec::new());
+        for chunk in sample {
+            self.split_residuals(chunk, &mut scratch, &mut split);
+            for (j, stream) in split.chunks_exact((chunk.len() / width).max(1)).enumerate() {
+                let mut counts = [0u32; 256];
+                entropy::count(stream, &mut counts);
+                streams.push((j, counts));
+            }
+        }
+        let tables = PageTables::from_streams(&streams, scale);
+        if tables.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(Self {
+            tables,
+            ..self.clone()
+        })))
     }
 }
 
@@ -268,23 +360,38 @@ impl MiniBlockCompressor for DeltaEncoder {
 #[derive(Debug, Clone)]
 pub struct DeltaDecompressor {
     width: usize,
+    /// Whether chunks may carry entropy-coded streams, and the page's tables for them.
+    entropy_coded: bool,
+    tables: PageTables,
 }
 
 impl DeltaDecompressor {
-    /// A decompressor for values of `bits_per_value` bits: 8, 16, 32 or 64; other widths
-    /// are unsupported.
-    pub fn try_new(bits_per_value: u64) -> Result<Self> {
-        let width = width_from_bits(bits_per_value)?;
+    /// A decompressor for the pages `delta` describes: values of `bits_per_value` bits
+    /// (8, 16, 32 or 64; other widths are unsupported), with the page's entropy tables,
+    /// parsed and validated here.
+    pub fn new(delta: &Delta) -> Result<Self> {
+        let width = width_from_bits(delta.bits_per_value)?;
         check_width(width)?;
-        Ok(Self { width })
+        if !delta.entropy_coded && !delta.page_tables.is_empty() {
+            return Err(Error::corrupt(
+                "delta with page tables but without entropy coding",
+            ));
+        }
+        Ok(Self {
+            width,
+            entropy_coded: delta.entropy_coded,
+            tables: PageTables::parse(&delta.page_tables)?,
+        })
     }
 
-    /// The order and residual bytes of a raw chunk of `num_values` values, checked.
+    /// The order and residual bytes, byte-stream split, of a raw chunk of `num_values`
+    /// values, checked; entropy-coded streams are decoded into `scratch`.
     fn parse<'c>(
         &self,
         chunk: &'c [u8],
         num_values: usize,
         storage: ChunkStorage,
+        scratch: &'c mut Vec<u8>,
     ) -> Result<(u8, &'c [u8])> {
         if storage != ChunkStorage::Raw {
             return Err(Error::corrupt(
@@ -292,6 +399,29 @@ impl DeltaDecompressor {
             ));
         }
         let len = checked_len(num_values, self.width)?;
+        if let Some((&byte, mut rest)) = chunk.split_first() {
+            if byte & ENTROPY_BIT != 0 && self.entropy_coded {
+                let order = byte & !ENTROPY_BIT;
+                if order != 1 && order != 2 {
+                    return Err(Error::corrupt(format!(
+                        "delta chunk of order {order} (1 or 2 expected)"
+                    )));
+                }
+                scratch.clear();
+                scratch.resize(len, 0);
+                for stream in scratch.chunks_exact_mut(num_values.max(1)) {
+                    let used = entropy::decode(rest, stream, &self.tables)?;
+                    rest = &rest[used..];
+                }
+                if !rest.is_empty() {
+                    return Err(Error::corrupt(format!(
+                        "delta chunk of {num_values} values: {} bytes after its streams",
+                        rest.len()
+                    )));
+                }
+                return Ok((order, &scratch[..]));
+            }
+        }
         match chunk.split_first() {
             Some((&order @ (1 | 2), residuals)) if residuals.len() == len => Ok((order, residuals)),
             Some((&order, _)) if order != 1 && order != 2 => Err(Error::corrupt(format!(
@@ -319,7 +449,22 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         let len = num_values
             .saturating_mul(self.width)
             .saturating_add(HEADER_BYTES);
-        Some((len, len))
+        if self.entropy_coded {
+            // From every stream constant (two bytes) to every stream raw (one more).
+            let coded = HEADER_BYTES + 2 * self.width;
+            Some((len.min(coded), len.saturating_add(self.width)))
+        } else {
+            Some((len, len))
+        }
+    }
+
+    fn raw_expansion(&self) -> usize {
+        if self.entropy_coded {
+            // A chunk of constant streams: 1 + 2W bytes for up to 65536 values of W.
+            super::MAX_CHUNK_VALUES * self.width / (HEADER_BYTES + 2 * self.width)
+        } else {
+            1
+        }
     }
 
     fn decompress_into(
@@ -328,10 +473,10 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         num_values: usize,
         storage: ChunkStorage,
         out: &mut [u8],
-        _: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
     ) -> Result<()> {
         check_output(out, num_values, self.width)?;
-        let (order, residuals) = self.parse(chunk, num_values, storage)?;
+        let (order, residuals) = self.parse(chunk, num_values, storage, scratch)?;
         kernels::unsplit(residuals, out, self.width);
         by_width!(self.width, undo(out, order));
         Ok(())
@@ -343,9 +488,9 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         num_values: usize,
         storage: ChunkStorage,
         out: &mut MutableBuffer,
-        _: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let (order, residuals) = self.parse(chunk, num_values, storage)?;
+        let (order, residuals) = self.parse(chunk, num_values, storage, scratch)?;
         let start = out.len();
         kernels::unsplit_append(residuals, out, self.width);
         by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));
@@ -357,11 +502,63 @@ impl MiniBlockDecompressor for DeltaDecompressor {
 mod tests {
     use super::*;
 
+    fn decompressor(bits_per_value: u64) -> Result<DeltaDecompressor> {
+        DeltaDecompressor::new(&Delta {
+            bits_per_value,
+            ..Delta::default()
+        })
+    }
+
+    /// The chunk `delta+ans` writes for `values` with tables made for them, decoded back
+    /// through its message.
+    fn round_trip_coded(values: &[u8], width: usize) -> Vec<u8> {
+        let encoder = DeltaEncoder::try_new(width as u64 * 8)
+            .and_then(|e| e.with_chunk_values(4096))
+            .unwrap()
+            .entropy_coded();
+        let page = encoder.for_page(values).unwrap();
+        let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
+        let Some(array_encoding::ArrayEncoding::Delta(message)) =
+            encoder.array_encoding().array_encoding
+        else {
+            panic!("not delta")
+        };
+        assert!(message.entropy_coded);
+        let decoder = DeltaDecompressor::new(&message).unwrap();
+        let mut chunk = Vec::new();
+        encoder
+            .compress_chunk(values, &mut chunk, &mut Vec::new())
+            .unwrap();
+        assert!(chunk.len() <= HEADER_BYTES + values.len());
+        let n = values.len() / width;
+        let (min, max) = decoder.raw_len_range(n).unwrap();
+        assert!((min..=max).contains(&chunk.len()));
+        let mut out = vec![0; values.len()];
+        decoder
+            .decompress_into(&chunk, n, ChunkStorage::Raw, &mut out, &mut Vec::new())
+            .unwrap();
+        assert_eq!(out, values);
+        // Every prefix is an error, never a panic.
+        for len in 0..chunk.len() {
+            assert!(decoder
+                .decompress_into(
+                    &chunk[..len],
+                    n,
+                    ChunkStorage::Raw,
+                    &mut out,
+                    &mut Vec::new()
+                )
+                .is_err());
+        }
+        chunk
+    }
+
     fn round_trip(values: &[u8], width: usize) -> Vec<u8> {
+        round_trip_coded(values, width);
         let encoder = DeltaEncoder::try_new(width as u64 * 8)
             .and_then(|e| e.with_chunk_values(4096))
             .unwrap();
-        let decoder = DeltaDecompressor::try_new(width as u64 * 8).unwrap();
+        let decoder = decompressor(width as u64 * 8).unwrap();
         let mut chunk = Vec::new();
         encoder
             .compress_chunk(values, &mut chunk, &mut Vec::new())
@@ -425,11 +622,15 @@ mod tests {
             .flat_map(|i| (1_000_000 + (i / 5) * 1000).to_le_bytes())
             .collect();
         assert_eq!(round_trip(&steps, 8)[0], 1);
+        // Entropy-coded: the order's bit 7 set, and smaller than the residuals.
+        let coded = round_trip_coded(&smooth, 8);
+        assert_eq!(coded[0], 2 | ENTROPY_BIT);
+        assert!(coded.len() < smooth.len() / 4, "{}", coded.len());
     }
 
     #[test]
     fn hostile_chunks_are_corrupt() {
-        let decoder = DeltaDecompressor::try_new(32).unwrap();
+        let decoder = decompressor(32).unwrap();
         let mut out = vec![0; 8];
         for chunk in [
             &[][..],
@@ -447,7 +648,13 @@ mod tests {
         assert!(decoder
             .decompress_into(&ok, 2, ChunkStorage::Compressed, &mut out, &mut Vec::new())
             .is_err());
-        assert!(DeltaDecompressor::try_new(40).is_err());
+        assert!(decompressor(40).is_err());
+        // Bit 7 on a page that is not entropy-coded is an unknown order.
+        let coded = [0x81, 1, 0, 1, 0, 1, 0, 1, 0];
+        let err = decoder
+            .decompress_into(&coded, 2, ChunkStorage::Raw, &mut out, &mut Vec::new())
+            .unwrap_err();
+        assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt);
         assert!(DeltaEncoder::try_new(24).is_err());
     }
 }

@@ -25,6 +25,22 @@
 //!                   byte of each lane sheds nothing
 //! ```
 //!
+//! A page may also carry **page tables** (in its encoding message, [`PageTables`]): one
+//! table per kind of stream, built from the page's own streams, so that a chunk's stream
+//! names a table instead of carrying one. On 4 KiB chunks a table is a large part of a
+//! stream's bytes (a fifth of them on hourly weather series), and a page table is
+//! written once, built from more data, and turned into its decoding form once per page.
+//!
+//! ```text
+//!   shared   byte  3 (the mode)
+//!            byte  t: the page table, below the page's table count
+//!            u16 LE: P, then P bytes of bit stream, as for tANS
+//!
+//! page tables (the bytes of `Alp.page_tables`)
+//!   byte     T: table count, 1..=16
+//!   T times  byte L, byte k - 1, k symbols, the counts (L bits each): as in a tANS stream
+//! ```
+//!
 //! Symbols are spread over the states as Zstd's FSE spreads them (step `5/8 * 2^L + 3`),
 //! so the table follows from the counts alone. Decoding one symbol is one table lookup and
 //! one read of at most L bits; a stream decodes without any other.
@@ -48,6 +64,10 @@ use crate::error::{Error, Result};
 const MODE_RAW: u8 = 0;
 const MODE_CONSTANT: u8 = 1;
 const MODE_TANS: u8 = 2;
+const MODE_SHARED: u8 = 3;
+
+/// Most page tables a page carries.
+pub const MAX_PAGE_TABLES: usize = 16;
 
 /// Interleaved coder states: byte i is coded in state i % LANES, so a decoder's table
 /// lookups for neighbouring bytes do not wait for each other.
@@ -246,9 +266,487 @@ impl<'a> BitReader<'a> {
     }
 }
 
-/// Appends the coded form of `stream` to `out`: tANS, or a constant or raw stream when
-/// that is smaller.
-pub fn encode(stream: &[u8], out: &mut Vec<u8>) -> Result<()> {
+/// Appends a table as tANS streams and page tables write it: `L`, `k - 1`, the symbols
+/// and the counts.
+fn write_table(norm: &[(u8, u32)], log: u32, out: &mut Vec<u8>) {
+    out.extend_from_slice(&[log as u8, (norm.len() - 1) as u8]);
+    out.extend(norm.iter().map(|&(s, _)| s));
+    write_counts(norm, log, out);
+}
+
+/// Appends the counts of `norm` in `bits` bits each, LSB first.
+fn write_counts(norm: &[(u8, u32)], bits: u32, out: &mut Vec<u8>) {
+    let mut counts = BitWriter {
+        out,
+        acc: 0,
+        len: 0,
+    };
+    for &(_, count) in norm {
+        counts.put(count, bits);
+    }
+    counts.finish();
+}
+
+/// Bytes [`write_table`] writes.
+fn table_len(k: usize, log: u32) -> usize {
+    2 + k + (k * log as usize).div_ceil(8)
+}
+
+/// A table as read: its symbols and counts, its log, and the bytes it took.
+type ReadTable = (Vec<(u8, u32)>, u32, usize);
+
+/// Reads a table from the start of `bytes`; returns its counts, its log and its length.
+/// Every field is checked: the log in range, 2 or more symbols strictly increasing,
+/// counts of at least 1 summing to `2^L`.
+fn read_table(bytes: &[u8]) -> std::result::Result<ReadTable, String> {
+    let [log, k1, ..] = *bytes else {
+        return Err("cut inside its table header".to_owned());
+    };
+    let log = u32::from(log);
+    let k = usize::from(k1) + 1;
+    if !(MIN_TABLE_LOG..=MAX_TABLE_LOG).contains(&log) || k < 2 || k > 1 << log {
+        return Err(format!("table log {log} with {k} symbols"));
+    }
+    let symbols = bytes
+        .get(2..2 + k)
+        .ok_or_else(|| "cut inside its symbols".to_owned())?;
+    if symbols.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("symbols not strictly increasing".to_owned());
+    }
+    let len = table_len(k, log);
+    let count_bytes = bytes
+        .get(2 + k..len)
+        .ok_or_else(|| "cut inside its counts".to_owned())?;
+    let norm = read_counts(symbols, count_bytes, log, log)?;
+    Ok((norm, log, len))
+}
+
+/// The encoding side of a table: the encoder's states and each symbol's cost in bits.
+#[derive(Debug, Clone)]
+struct Coder {
+    log: u32,
+    norm: Vec<(u8, u32)>,
+    /// For symbol s with count c, its states for x in c..2c start at `first[s]`.
+    first: [u16; 256],
+    count_of: [u32; 256],
+    states: Vec<u16>,
+    /// Bits per occurrence, `log - log2(count)`; infinite for symbols the table lacks.
+    cost: [f32; 256],
+}
+
+impl Coder {
+    fn new(norm: Vec<(u8, u32)>, log: u32) -> Self {
+        let size = 1usize << log;
+        let mut first = [0u16; 256];
+        let mut count_of = [0u32; 256];
+        let mut cost = [f32::INFINITY; 256];
+        let mut at = 0usize;
+        for &(symbol, count) in &norm {
+            let s = usize::from(symbol);
+            // At most 2^12 states: every offset fits a u16.
+            first[s] = at as u16;
+            count_of[s] = count;
+            cost[s] = log as f32 - (count as f32).log2();
+            at += count as usize;
+        }
+        let mut symbols = vec![0u8; size];
+        spread(&norm, log, |state, symbol| symbols[state] = symbol);
+        // States in increasing order, each symbol's x counting up from its count.
+        let mut states = vec![0u16; size];
+        let mut next = count_of;
+        for (u, &symbol) in symbols.iter().enumerate() {
+            let s = usize::from(symbol);
+            let x = next[s];
+            next[s] += 1;
+            // `size + u` is below 2^13.
+            states[usize::from(first[s]) + (x - count_of[s]) as usize] = (size + u) as u16;
+        }
+        Self {
+            log,
+            norm,
+            first,
+            count_of,
+            states,
+            cost,
+        }
+    }
+
+    /// Estimated bytes of the bit stream coding a stream of these symbol counts: the
+    /// information content plus the lanes' final states; infinite when a symbol is
+    /// missing from the table.
+    fn estimate(&self, counts: &Histogram) -> f32 {
+        let bits: f32 = counts
+            .iter()
+            .zip(&self.cost)
+            .filter(|(&c, _)| c > 0)
+            .map(|(&c, &cost)| c as f32 * cost)
+            .sum();
+        (bits + (LANES as u32 * self.log) as f32) / 8.0
+    }
+
+    /// Appends `u16 P` and the P bytes of the bit stream coding `stream` (two or more
+    /// bytes, every one a symbol of the table); false when P would not fit a u16.
+    fn encode_bits(&self, stream: &[u8], out: &mut Vec<u8>) -> bool {
+        // Symbols last to first, byte i in lane i % LANES; the first one coded into a
+        // lane (its last byte) starts the lane from the first of its states and sheds
+        // nothing, as the decoder makes no step after it.
+        let n = stream.len();
+        let size = 1u32 << self.log;
+        let mut shed: Vec<(u32, u32)> = Vec::with_capacity(n);
+        let mut state = [0u32; LANES];
+        for (i, &symbol) in stream.iter().enumerate().rev() {
+            let s = usize::from(symbol);
+            let lane = &mut state[i % LANES];
+            let first = usize::from(self.first[s]);
+            if i + LANES >= n {
+                *lane = u32::from(self.states[first]);
+                continue;
+            }
+            let c = self.count_of[s];
+            let mut bits = lane.ilog2() - c.ilog2();
+            if (*lane >> bits) < c {
+                bits -= 1;
+            }
+            shed.push((*lane & ((1 << bits) - 1), bits));
+            *lane = u32::from(self.states[first + ((*lane >> bits) - c) as usize]);
+        }
+        let len_at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        let mut writer = BitWriter {
+            out,
+            acc: 0,
+            len: 0,
+        };
+        for lane in state {
+            writer.put(lane - size, self.log);
+        }
+        for &(value, bits) in shed.iter().rev() {
+            writer.put(value, bits);
+        }
+        writer.finish();
+        let Ok(len) = u16::try_from(out.len() - len_at - 2) else {
+            return false;
+        };
+        out[len_at..len_at + 2].copy_from_slice(&len.to_le_bytes());
+        true
+    }
+}
+
+/// The decoding side of a table.
+#[derive(Debug, Clone)]
+struct Decoder {
+    log: u32,
+    entries: Vec<DecodeEntry>,
+}
+
+impl Decoder {
+    fn new(norm: &[(u8, u32)], log: u32) -> Self {
+        Self {
+            log,
+            entries: decode_table(norm, log),
+        }
+    }
+
+    /// Decodes `out.len()` bytes from `rest`, which starts with `u16 P` and the bit
+    /// stream; returns the bytes of `rest` taken.
+    fn decode_bits(&self, rest: &[u8], out: &mut [u8]) -> std::result::Result<usize, String> {
+        let n = out.len();
+        let len = rest
+            .get(..2)
+            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+            .ok_or_else(|| "cut before its bit stream length".to_owned())?;
+        let bits = rest
+            .get(2..2 + len)
+            .ok_or_else(|| format!("a bit stream of {len} bytes cut short"))?;
+        let table = &self.entries[..];
+        let mut reader = BitReader::new(bits);
+        let mut state = [0usize; LANES];
+        for lane in &mut state {
+            *lane = reader.get(self.log) as usize;
+        }
+        // Two lanes, whose table lookups do not wait for each other; the bits are read
+        // in byte order, lane 0's before lane 1's. The last byte of each lane makes no
+        // step.
+        let steps = n.saturating_sub(LANES);
+        let (body, tail) = out.split_at_mut(steps);
+        let mut pairs = body.chunks_exact_mut(LANES);
+        for pair in &mut pairs {
+            let (e0, e1) = (table[state[0]], table[state[1]]);
+            pair[0] = e0.symbol;
+            pair[1] = e1.symbol;
+            state[0] = usize::from(e0.base) + reader.get(u32::from(e0.bits)) as usize;
+            state[1] = usize::from(e1.base) + reader.get(u32::from(e1.bits)) as usize;
+        }
+        if let [slot] = pairs.into_remainder() {
+            let entry = table[state[0]];
+            *slot = entry.symbol;
+            state[0] = usize::from(entry.base) + reader.get(u32::from(entry.bits)) as usize;
+        }
+        // The remainder's byte was in lane 0, so the tail starts in lane 1 then.
+        let first_lane = steps % LANES;
+        for (i, slot) in tail.iter_mut().enumerate() {
+            *slot = table[state[(first_lane + i) % LANES]].symbol;
+        }
+        // Every byte of the bit stream used, none read past its end.
+        let used = (reader.at * 8).saturating_sub(reader.len as usize);
+        if reader.overrun || used.div_ceil(8) != len {
+            return Err(format!("a bit stream of {len} bytes for {used} bits"));
+        }
+        Ok(2 + len)
+    }
+}
+
+/// Symbol counts of one kind of stream, summed over the streams a page's sample made.
+pub type Histogram = [u32; 256];
+
+/// Adds the bytes of `stream` to `histogram`.
+pub fn count(stream: &[u8], histogram: &mut Histogram) {
+    for &b in stream {
+        histogram[usize::from(b)] += 1;
+    }
+}
+
+/// The tables a page's chunks share: built by the encoder from histograms of the page's
+/// streams, carried as bytes in the page's encoding, and parsed (validated) once per page
+/// by the decoder.
+#[derive(Debug, Clone, Default)]
+pub struct PageTables {
+    coders: Vec<Coder>,
+    decoders: Vec<Decoder>,
+}
+
+/// Symbol counts of one stream, and its kind (which byte of which integers it is).
+pub type KindHistogram = (usize, Histogram);
+
+impl PageTables {
+    /// Tables for the kinds of stream in `streams` (histograms of a sample of a page's
+    /// streams, each standing for `scale` streams of the page): a table per kind of two
+    /// or more symbols, kept when the streams that would use it save more bytes than it
+    /// takes, at most [`MAX_PAGE_TABLES`]; a state for every four counted bytes, up to
+    /// [`MAX_TABLE_LOG`].
+    pub fn from_streams(streams: &[KindHistogram], scale: f64) -> Self {
+        let mut kinds: Vec<usize> = streams.iter().map(|&(kind, _)| kind).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let mut tables = Vec::new();
+        for kind in kinds {
+            let mut counts = [0u32; 256];
+            for (_, h) in streams.iter().filter(|(k, _)| *k == kind) {
+                for (c, &x) in counts.iter_mut().zip(h) {
+                    *c = c.saturating_add(x);
+                }
+            }
+            let k = counts.iter().filter(|&&c| c > 0).count();
+            let n: usize = counts.iter().map(|&c| c as usize).sum();
+            if k < 2 {
+                continue;
+            }
+            let log = (n / 4)
+                .max(1)
+                .ilog2()
+                .clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
+                .max((2 * k).next_power_of_two().trailing_zeros())
+                .min(MAX_TABLE_LOG);
+            let norm = normalize(&counts, n, log);
+            let coder = Coder::new(norm.clone(), log);
+            // What each stream of the kind would save against its best alternative (its
+            // own table, or raw).
+            let saved: f64 = streams
+                .iter()
+                .filter(|(k, h)| *k == kind && h.iter().filter(|&&c| c > 0).count() >= 2)
+                .map(|(_, h)| f64::from((own_estimate(h) - 4.0 - coder.estimate(h)).max(0.0)))
+                .sum();
+            if saved * scale > page_table_len(&norm) as f64 {
+                tables.push((norm, log));
+            }
+            if tables.len() == MAX_PAGE_TABLES {
+                break;
+            }
+        }
+        Self::new(tables)
+    }
+
+    fn new(tables: Vec<(Vec<(u8, u32)>, u32)>) -> Self {
+        Self {
+            decoders: tables
+                .iter()
+                .map(|(norm, log)| Decoder::new(norm, *log))
+                .collect(),
+            coders: tables
+                .into_iter()
+                .map(|(norm, log)| Coder::new(norm, log))
+                .collect(),
+        }
+    }
+
+    /// How many tables there are.
+    pub fn len(&self) -> usize {
+        self.coders.len()
+    }
+
+    /// Whether there is no table.
+    pub fn is_empty(&self) -> bool {
+        self.coders.is_empty()
+    }
+
+    /// The tables as a page's encoding carries them; empty when there is none.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        if self.coders.is_empty() {
+            return Vec::new();
+        }
+        let mut out = vec![self.coders.len() as u8];
+        for coder in &self.coders {
+            write_page_table(&coder.norm, coder.log, &mut out);
+        }
+        out
+    }
+
+    /// Parses and validates page tables; empty bytes are no tables.
+    pub fn parse(bytes: &[u8]) -> Result<Self> {
+        let corrupt = |what: String| Error::corrupt(format!("page entropy tables: {what}"));
+        let Some((&count, mut rest)) = bytes.split_first() else {
+            return Ok(Self::default());
+        };
+        let count = usize::from(count);
+        if !(1..=MAX_PAGE_TABLES).contains(&count) {
+            return Err(corrupt(format!(
+                "{count} tables (1 to {MAX_PAGE_TABLES} are allowed)"
+            )));
+        }
+        let mut tables = Vec::with_capacity(count);
+        for i in 0..count {
+            let (norm, log, used) =
+                read_page_table(rest).map_err(|what| corrupt(format!("table {i}: {what}")))?;
+            tables.push((norm, log));
+            rest = &rest[used..];
+        }
+        if !rest.is_empty() {
+            return Err(corrupt(format!("{} bytes after the tables", rest.len())));
+        }
+        Ok(Self::new(tables))
+    }
+}
+
+/// Estimated bytes of a stream of these counts coded with a table of its own.
+fn own_estimate(counts: &Histogram) -> f32 {
+    let k = counts.iter().filter(|&&c| c > 0).count();
+    let n: usize = counts.iter().map(|&c| c as usize).sum();
+    let log = table_log(n, k);
+    let norm = normalize(counts, n, log);
+    let bits: f32 = norm
+        .iter()
+        .map(|&(s, c)| counts[usize::from(s)] as f32 * (log as f32 - (c as f32).log2()))
+        .sum();
+    let tans = 3.0 + table_len(k, log) as f32 + (bits + (LANES as u32 * log) as f32) / 8.0;
+    tans.min(1.0 + n as f32)
+}
+
+/// Symbol lists of more symbols than this are written as a 256-bit set.
+const SYMBOL_LIST_MAX: usize = 32;
+
+/// Bytes [`write_page_table`] writes.
+fn page_table_len(norm: &[(u8, u32)]) -> usize {
+    let k = norm.len();
+    let count_bits = count_bits(norm);
+    3 + if k > SYMBOL_LIST_MAX { 32 } else { k } + (k * count_bits as usize).div_ceil(8)
+}
+
+/// Bits that hold every count of `norm`.
+fn count_bits(norm: &[(u8, u32)]) -> u32 {
+    let max = norm.iter().map(|&(_, c)| c).max().unwrap_or(1);
+    u32::BITS - max.leading_zeros()
+}
+
+/// Appends a page table: `L`, `k - 1`, `B` (bits per count), the symbols (a list of `k`
+/// bytes, or for more than 32 symbols a 32-byte set, bit s of byte s / 8 for symbol s),
+/// then the counts in `B` bits each, LSB first.
+fn write_page_table(norm: &[(u8, u32)], log: u32, out: &mut Vec<u8>) {
+    let bits = count_bits(norm);
+    out.extend_from_slice(&[log as u8, (norm.len() - 1) as u8, bits as u8]);
+    if norm.len() > SYMBOL_LIST_MAX {
+        let mut set = [0u8; 32];
+        for &(s, _) in norm {
+            set[usize::from(s / 8)] |= 1 << (s % 8);
+        }
+        out.extend_from_slice(&set);
+    } else {
+        out.extend(norm.iter().map(|&(s, _)| s));
+    }
+    write_counts(norm, bits, out);
+}
+
+/// Reads a page table from the start of `bytes`; returns its counts, its log and its
+/// length, every field checked as [`read_table`] does, and `B` from 1 to `L`.
+fn read_page_table(bytes: &[u8]) -> std::result::Result<ReadTable, String> {
+    let [log, k1, bits, ..] = *bytes else {
+        return Err("cut inside its table header".to_owned());
+    };
+    let log = u32::from(log);
+    let bits = u32::from(bits);
+    let k = usize::from(k1) + 1;
+    if !(MIN_TABLE_LOG..=MAX_TABLE_LOG).contains(&log) || k < 2 || k > 1 << log {
+        return Err(format!("table log {log} with {k} symbols"));
+    }
+    if !(1..=log).contains(&bits) {
+        return Err(format!("{bits} bits per count with table log {log}"));
+    }
+    let symbols: Vec<u8> = if k > SYMBOL_LIST_MAX {
+        let set = bytes
+            .get(3..35)
+            .ok_or_else(|| "cut inside its symbol set".to_owned())?;
+        let symbols: Vec<u8> = (0..=255u8)
+            .filter(|&s| set[usize::from(s / 8)] >> (s % 8) & 1 == 1)
+            .collect();
+        if symbols.len() != k {
+            return Err(format!("a symbol set of {} for {k} symbols", symbols.len()));
+        }
+        symbols
+    } else {
+        let list = bytes
+            .get(3..3 + k)
+            .ok_or_else(|| "cut inside its symbols".to_owned())?;
+        if list.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("symbols not strictly increasing".to_owned());
+        }
+        list.to_vec()
+    };
+    let at = 3 + if k > SYMBOL_LIST_MAX { 32 } else { k };
+    let len = at + (k * bits as usize).div_ceil(8);
+    let count_bytes = bytes
+        .get(at..len)
+        .ok_or_else(|| "cut inside its counts".to_owned())?;
+    let norm = read_counts(&symbols, count_bytes, bits, log)?;
+    Ok((norm, log, len))
+}
+
+/// The counts of `symbols`, `bits` bits each from `bytes`: each at least 1, summing to
+/// `2^log`.
+fn read_counts(
+    symbols: &[u8],
+    bytes: &[u8],
+    bits: u32,
+    log: u32,
+) -> std::result::Result<Vec<(u8, u32)>, String> {
+    let mut reader = BitReader::new(bytes);
+    let mut norm = Vec::with_capacity(symbols.len());
+    let mut sum = 0u32;
+    for &symbol in symbols {
+        let count = reader.get(bits);
+        if count == 0 {
+            return Err(format!("symbol {symbol} with count 0"));
+        }
+        sum = sum.saturating_add(count);
+        norm.push((symbol, count));
+    }
+    if sum != 1 << log {
+        return Err(format!("counts sum to {sum}, not {}", 1u32 << log));
+    }
+    Ok(norm)
+}
+
+/// Appends the coded form of `stream` to `out`, the smallest by estimate of: a page
+/// table of `tables`, a table of its own (tANS), a constant or a raw stream.
+pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<()> {
     let n = stream.len();
     if n > MAX_STREAM {
         return Err(Error::invalid(format!(
@@ -256,17 +754,37 @@ pub fn encode(stream: &[u8], out: &mut Vec<u8>) -> Result<()> {
         )));
     }
     let mut counts = [0u32; 256];
-    for &b in stream {
-        counts[usize::from(b)] += 1;
-    }
+    count(stream, &mut counts);
     let k = counts.iter().filter(|&&c| c > 0).count();
     if k == 1 {
         out.extend_from_slice(&[MODE_CONSTANT, stream[0]]);
         return Ok(());
     }
     let start = out.len();
-    if k >= 2 && encode_tans(stream, &counts, k, out) && out.len() - start < 1 + n {
-        return Ok(());
+    if k >= 2 {
+        let shared = tables
+            .coders
+            .iter()
+            .enumerate()
+            .map(|(t, coder)| (t, 4.0 + coder.estimate(&counts)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let log = table_log(n, k);
+        let own = Coder::new(normalize(&counts, n, log), log);
+        let own_len = 3.0 + table_len(k, log) as f32 + own.estimate(&counts);
+        let coded = match shared {
+            Some((t, len)) if len < own_len => {
+                out.extend_from_slice(&[MODE_SHARED, t as u8]);
+                tables.coders[t].encode_bits(stream, out)
+            }
+            _ => {
+                out.push(MODE_TANS);
+                write_table(&own.norm, log, out);
+                own.encode_bits(stream, out)
+            }
+        };
+        if coded && out.len() - start < 1 + n {
+            return Ok(());
+        }
     }
     out.truncate(start);
     out.push(MODE_RAW);
@@ -274,89 +792,12 @@ pub fn encode(stream: &[u8], out: &mut Vec<u8>) -> Result<()> {
     Ok(())
 }
 
-/// Writes the tANS form; false when its bit stream would not fit a u16 length.
-fn encode_tans(stream: &[u8], counts: &[u32; 256], k: usize, out: &mut Vec<u8>) -> bool {
-    let log = table_log(stream.len(), k);
-    let norm = normalize(counts, stream.len(), log);
-    let size = 1u32 << log;
-    // Encoding table: for symbol s with count c, the state for each x in c..2c.
-    let mut first = [0usize; 256];
-    let mut states = Vec::with_capacity(size as usize);
-    let mut count_of = [0u32; 256];
-    for &(symbol, count) in &norm {
-        first[usize::from(symbol)] = states.len();
-        count_of[usize::from(symbol)] = count;
-        states.resize(states.len() + count as usize, 0u32);
-    }
-    // States in increasing order, each symbol's x counting up from its count.
-    let mut symbols = vec![0u8; size as usize];
-    spread(&norm, log, |state, symbol| symbols[state] = symbol);
-    let mut next = count_of;
-    for (u, &symbol) in symbols.iter().enumerate() {
-        let s = usize::from(symbol);
-        let x = next[s];
-        next[s] += 1;
-        states[first[s] + (x - count_of[s]) as usize] = size + u as u32;
-    }
-    // Symbols last to first, byte i in lane i % LANES; the first one coded into a lane
-    // (its last byte) starts the lane from the first of its states and sheds nothing, as
-    // the decoder makes no step after it. The stream has two symbols or more, so every
-    // lane has a byte.
-    let n = stream.len();
-    let mut shed: Vec<(u32, u32)> = Vec::with_capacity(n);
-    let mut state = [0u32; LANES];
-    for (i, &symbol) in stream.iter().enumerate().rev() {
-        let s = usize::from(symbol);
-        let lane = &mut state[i % LANES];
-        if i + LANES >= n {
-            *lane = states[first[s]];
-            continue;
-        }
-        let c = count_of[s];
-        let mut bits = lane.ilog2() - c.ilog2();
-        if (*lane >> bits) < c {
-            bits -= 1;
-        }
-        shed.push((*lane & ((1 << bits) - 1), bits));
-        *lane = states[first[s] + ((*lane >> bits) - c) as usize];
-    }
-    let mut bitstream = Vec::with_capacity(n / 2 + 8);
-    let mut writer = BitWriter {
-        out: &mut bitstream,
-        acc: 0,
-        len: 0,
-    };
-    for lane in state {
-        writer.put(lane - size, log);
-    }
-    for &(value, bits) in shed.iter().rev() {
-        writer.put(value, bits);
-    }
-    writer.finish();
-    let Ok(len) = u16::try_from(bitstream.len()) else {
-        return false;
-    };
-    out.extend_from_slice(&[MODE_TANS, log as u8, (k - 1) as u8]);
-    out.extend(norm.iter().map(|&(s, _)| s));
-    let mut table = BitWriter {
-        out,
-        acc: 0,
-        len: 0,
-    };
-    for &(_, count) in &norm {
-        table.put(count, log);
-    }
-    table.finish();
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&bitstream);
-    true
-}
-
-/// Decodes one coded stream of `out.len()` bytes from the start of `input` into `out`;
-/// returns the bytes of `input` it took. Every field is checked: a table that does not
-/// sum to its states, symbols out of order, a bit stream shorter or longer than its
-/// symbols need are corrupt.
-pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize> {
+/// Decodes one coded stream of `out.len()` bytes from the start of `input` into `out`,
+/// with `tables` for streams that name a page table; returns the bytes of `input` it
+/// took. Every field is checked: a table that does not sum to its states, symbols out of
+/// order, a page table that is not there, a bit stream shorter or longer than its symbols
+/// need are corrupt.
+pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize> {
     let n = out.len();
     let corrupt =
         |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
@@ -379,84 +820,24 @@ pub fn decode(input: &[u8], out: &mut [u8]) -> Result<usize> {
             Ok(2)
         }
         MODE_TANS => {
-            let [log, k1, ..] = *rest else {
-                return Err(corrupt("cut inside its table header".to_owned()));
-            };
-            let log = u32::from(log);
-            let k = usize::from(k1) + 1;
-            if !(MIN_TABLE_LOG..=MAX_TABLE_LOG).contains(&log) || k < 2 || k > 1 << log {
-                return Err(corrupt(format!("table log {log} with {k} symbols")));
-            }
-            let symbols = rest
-                .get(2..2 + k)
-                .ok_or_else(|| corrupt("cut inside its symbols".to_owned()))?;
-            if symbols.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(corrupt("symbols not strictly increasing".to_owned()));
-            }
-            let counts_len = (k * log as usize).div_ceil(8);
-            let at = 2 + k;
-            let count_bytes = rest
-                .get(at..at + counts_len)
-                .ok_or_else(|| corrupt("cut inside its counts".to_owned()))?;
-            let mut reader = BitReader::new(count_bytes);
-            let mut norm = [(0u8, 0u32); 256];
-            let mut sum = 0u32;
-            for (i, &symbol) in symbols.iter().enumerate() {
-                let count = reader.get(log);
-                if count == 0 {
-                    return Err(corrupt(format!("symbol {symbol} with count 0")));
-                }
-                sum += count;
-                norm[i] = (symbol, count);
-            }
-            if sum != 1 << log {
-                return Err(corrupt(format!("counts sum to {sum}, not {}", 1u32 << log)));
-            }
-            let at = at + counts_len;
-            let len = rest
-                .get(at..at + 2)
-                .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
-                .ok_or_else(|| corrupt("cut before its bit stream length".to_owned()))?;
-            let bits = rest
-                .get(at + 2..at + 2 + len)
-                .ok_or_else(|| corrupt(format!("a bit stream of {len} bytes cut short")))?;
-            let table = decode_table(&norm[..k], log);
-            let mut reader = BitReader::new(bits);
-            let mut state = [0usize; LANES];
-            for lane in &mut state {
-                *lane = reader.get(log) as usize;
-            }
-            // Two lanes, whose table lookups do not wait for each other; the bits are
-            // read in byte order, lane 0's before lane 1's. The last byte of each lane
-            // makes no step.
-            let steps = n.saturating_sub(LANES);
-            let (body, tail) = out.split_at_mut(steps);
-            let mut pairs = body.chunks_exact_mut(LANES);
-            for pair in &mut pairs {
-                let (e0, e1) = (table[state[0]], table[state[1]]);
-                pair[0] = e0.symbol;
-                pair[1] = e1.symbol;
-                state[0] = usize::from(e0.base) + reader.get(u32::from(e0.bits)) as usize;
-                state[1] = usize::from(e1.base) + reader.get(u32::from(e1.bits)) as usize;
-            }
-            if let [slot] = pairs.into_remainder() {
-                let entry = table[state[0]];
-                *slot = entry.symbol;
-                state[0] = usize::from(entry.base) + reader.get(u32::from(entry.bits)) as usize;
-            }
-            // The remainder's byte was in lane 0, so the tail starts in lane 1 then.
-            let first_lane = steps % LANES;
-            for (i, slot) in tail.iter_mut().enumerate() {
-                *slot = table[state[(first_lane + i) % LANES]].symbol;
-            }
-            // Every byte of the bit stream used, none read past its end.
-            let used = (reader.at * 8).saturating_sub(reader.len as usize);
-            if reader.overrun || used.div_ceil(8) != len {
-                return Err(corrupt(format!(
-                    "a bit stream of {len} bytes for {used} bits"
-                )));
-            }
-            Ok(1 + at + 2 + len)
+            let (norm, log, at) = read_table(rest).map_err(corrupt)?;
+            let used = Decoder::new(&norm, log)
+                .decode_bits(&rest[at..], out)
+                .map_err(corrupt)?;
+            Ok(1 + at + used)
+        }
+        MODE_SHARED => {
+            let &t = rest
+                .first()
+                .ok_or_else(|| corrupt("no page table index".to_owned()))?;
+            let table = tables.decoders.get(usize::from(t)).ok_or_else(|| {
+                corrupt(format!(
+                    "page table {t}, but the page has {}",
+                    tables.decoders.len()
+                ))
+            })?;
+            let used = table.decode_bits(&rest[1..], out).map_err(corrupt)?;
+            Ok(2 + used)
         }
         other => Err(corrupt(format!("unknown mode {other}"))),
     }
@@ -468,10 +849,10 @@ mod tests {
 
     fn round_trip(stream: &[u8]) -> Vec<u8> {
         let mut coded = vec![0xAB];
-        encode(stream, &mut coded).unwrap();
+        encode(stream, &PageTables::default(), &mut coded).unwrap();
         coded.push(0xCD);
         let mut back = vec![0; stream.len()];
-        let used = decode(&coded[1..], &mut back).unwrap();
+        let used = decode(&coded[1..], &mut back, &PageTables::default()).unwrap();
         assert_eq!(used, coded.len() - 2, "{} bytes", stream.len());
         assert_eq!(back, stream);
         coded[1..coded.len() - 1].to_vec()
@@ -535,6 +916,89 @@ mod tests {
         }
     }
 
+    /// Streams of one distribution name a page table built from others like them: they
+    /// decode through the parsed tables, and take fewer bytes than with tables of their
+    /// own; a stream with a symbol the page tables lack carries its own.
+    #[test]
+    fn page_tables_are_shared_and_parsed_back() {
+        let mut x = 7u64;
+        let mut draw = |n: usize, alphabet: &[u8]| -> Vec<u8> {
+            (0..n)
+                .map(|_| alphabet[(xorshift(&mut x) % alphabet.len() as u64) as usize])
+                .collect()
+        };
+        let alphabet = [0u8, 0, 0, 0, 1, 1, 2, 3, 4, 5, 250, 251, 252, 253, 254, 255];
+        let mut streams: Vec<KindHistogram> = Vec::new();
+        for kind in [0, 0, 0, 0, 0, 0, 0, 0, 5] {
+            let mut counts = [0u32; 256];
+            count(
+                &draw(512, if kind == 0 { &alphabet } else { &[9, 10] }),
+                &mut counts,
+            );
+            streams.push((kind, counts));
+        }
+        // Each sampled stream standing for ten: both tables pay for themselves.
+        let tables = PageTables::from_streams(&streams, 10.0);
+        assert_eq!(tables.len(), 2);
+        let bytes = tables.to_bytes();
+        let parsed = PageTables::parse(&bytes).unwrap();
+        assert_eq!(parsed.to_bytes(), bytes);
+        let none = PageTables::default();
+        for (n, alphabet) in [
+            (512, &alphabet[..]),
+            (1000, &alphabet[..]),
+            (300, &[9, 10][..]),
+        ] {
+            let stream = draw(n, alphabet);
+            let (mut own, mut shared) = (Vec::new(), Vec::new());
+            encode(&stream, &none, &mut own).unwrap();
+            encode(&stream, &tables, &mut shared).unwrap();
+            assert_eq!(shared[0], MODE_SHARED, "{n}");
+            assert!(
+                shared.len() < own.len(),
+                "{n}: {} vs {}",
+                shared.len(),
+                own.len()
+            );
+            let mut back = vec![0; n];
+            assert_eq!(decode(&shared, &mut back, &parsed).unwrap(), shared.len());
+            assert_eq!(back, stream);
+            let err = decode(&shared, &mut back, &none).unwrap_err();
+            assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt);
+        }
+        let mut odd = draw(512, &alphabet);
+        odd[100] = 77;
+        let mut coded = Vec::new();
+        encode(&odd, &tables, &mut coded).unwrap();
+        assert_eq!(coded[0], MODE_TANS);
+        let mut back = vec![0; odd.len()];
+        decode(&coded, &mut back, &parsed).unwrap();
+        assert_eq!(back, odd);
+        // Hostile tables: every strict prefix, counts out of range, bytes left over.
+        assert!(PageTables::parse(&[]).unwrap().is_empty());
+        for len in 1..bytes.len() {
+            assert!(
+                PageTables::parse(&bytes[..len]).is_err(),
+                "{len}-byte prefix"
+            );
+        }
+        for count in [0u8, 17, 255] {
+            let mut bad = bytes.clone();
+            bad[0] = count;
+            assert!(PageTables::parse(&bad).is_err(), "{count} tables");
+        }
+        let mut bad = bytes.clone();
+        bad.push(0);
+        assert!(PageTables::parse(&bad).is_err(), "a byte left over");
+        for at in 0..bytes.len() {
+            for byte in [0, 1, 0x7F, 0xFF] {
+                let mut bad = bytes.clone();
+                bad[at] = byte;
+                let _ = PageTables::parse(&bad);
+            }
+        }
+    }
+
     /// For every table log the decoder accepts, the spread visits every state once: each
     /// symbol holds exactly its count of states.
     #[test]
@@ -566,12 +1030,13 @@ mod tests {
             .map(|_| [3u8, 3, 3, 4, 9, 200][(xorshift(&mut x) % 6) as usize])
             .collect();
         let mut coded = Vec::new();
-        encode(&stream, &mut coded).unwrap();
+        encode(&stream, &PageTables::default(), &mut coded).unwrap();
         assert_eq!(coded[0], MODE_TANS);
         let mut out = vec![0; stream.len()];
+        let none = PageTables::default();
         for len in 0..coded.len() {
             assert!(
-                decode(&coded[..len], &mut out).is_err(),
+                decode(&coded[..len], &mut out, &none).is_err(),
                 "{len}-byte prefix"
             );
         }
@@ -579,16 +1044,20 @@ mod tests {
             for byte in [0, 1, 2, 0x7F, 0x80, 0xFF] {
                 let mut bad = coded.clone();
                 bad[at] = byte;
-                let _ = decode(&bad, &mut out);
+                let _ = decode(&bad, &mut out, &none);
             }
         }
         let mut bad = |f: &dyn Fn(&mut Vec<u8>), what: &str| {
             let mut bad = coded.clone();
             f(&mut bad);
-            let err = decode(&bad, &mut out).expect_err(what);
+            let err = decode(&bad, &mut out, &none).expect_err(what);
             assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{what}");
         };
-        bad(&|c| c[0] = 3, "unknown mode");
+        bad(&|c| c[0] = 4, "unknown mode");
+        bad(
+            &|c| c[0] = MODE_SHARED,
+            "a page table the page does not have",
+        );
         bad(&|c| c[1] = 13, "table log 13");
         bad(&|c| c[1] = 0, "table log 0");
         bad(

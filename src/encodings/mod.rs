@@ -139,6 +139,28 @@ impl ChunkPlan {
     }
 }
 
+/// The chunks of a page of `values` that an encoding learns its page tables from: all of
+/// them up to `max`, else `max` spread evenly; and how many chunks each stands for.
+pub(crate) fn sample_chunks(
+    values: &[u8],
+    width: usize,
+    chunk_values: usize,
+    max: usize,
+) -> Result<(Vec<&[u8]>, f64)> {
+    let plan = ChunkPlan::new(values.len() / width, chunk_values)?;
+    let chunks = plan.num_chunks();
+    let sampled = chunks.min(max);
+    let sample = (0..sampled)
+        .map(|i| {
+            let (rows, _) = plan.chunk(i * chunks / sampled);
+            values
+                .get(rows.start * width..rows.end * width)
+                .ok_or_else(|| Error::invalid("page values shorter than their chunks"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((sample, chunks as f64 / sampled.max(1) as f64))
+}
+
 /// Encodes chunks of fixed-width values.
 pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     /// Bytes per value.
@@ -170,6 +192,17 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     fn compress_uncompressed_chunks(&self, values: &[u8], out: &mut Vec<u8>) -> bool {
         let _ = (values, out);
         false
+    }
+
+    /// A compressor for one page of `values` that codes its chunks with what it learnt
+    /// from the whole page (ALP's entropy tables), its [`array_encoding`] carrying that
+    /// for the decoder; `None` when this encoding has nothing to learn (the default).
+    /// Its choice depends only on `values`.
+    ///
+    /// [`array_encoding`]: Self::array_encoding
+    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+        let _ = values;
+        Ok(None)
     }
 }
 
@@ -476,11 +509,14 @@ pub enum Encoding {
     DeltaLz4,
     /// Delta, each chunk compressed with Zstd (1-, 2-, 4- and 8-byte values).
     DeltaZstd,
+    /// Delta, the residual streams entropy-coded (tANS) with the page's tables; no
+    /// general compressor (1-, 2-, 4- and 8-byte values).
+    DeltaAns,
 }
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 12] = [
+    pub const ALL: [Encoding; 13] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -493,6 +529,7 @@ impl Encoding {
         Encoding::AlpAns,
         Encoding::DeltaLz4,
         Encoding::DeltaZstd,
+        Encoding::DeltaAns,
     ];
 
     /// The name used on the command line and in reports.
@@ -510,6 +547,7 @@ impl Encoding {
             Encoding::AlpAns => "alp+ans",
             Encoding::DeltaLz4 => "delta+lz4",
             Encoding::DeltaZstd => "delta+zstd",
+            Encoding::DeltaAns => "delta+ans",
         }
     }
 
@@ -536,7 +574,10 @@ impl Encoding {
 
     /// Whether the values are delta coded.
     pub fn is_delta(self) -> bool {
-        matches!(self, Encoding::DeltaLz4 | Encoding::DeltaZstd)
+        matches!(
+            self,
+            Encoding::DeltaLz4 | Encoding::DeltaZstd | Encoding::DeltaAns
+        )
     }
 
     /// Whether every chunk takes exactly its values' bytes (plain and BSS without
@@ -553,7 +594,11 @@ impl Encoding {
     /// The general compression scheme applied to each chunk, if any.
     pub fn scheme(self) -> Option<CompressionScheme> {
         match self {
-            Encoding::Plain | Encoding::Bss | Encoding::Alp | Encoding::AlpAns => None,
+            Encoding::Plain
+            | Encoding::Bss
+            | Encoding::Alp
+            | Encoding::AlpAns
+            | Encoding::DeltaAns => None,
             Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 | Encoding::DeltaLz4 => {
                 Some(CompressionScheme::Lz4)
             }
@@ -592,7 +637,12 @@ impl Encoding {
                     .with_layout(layout),
             )
         } else if self.is_delta() {
-            Box::new(DeltaEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
+            let delta = DeltaEncoder::try_new(bits)?.with_chunk_values(chunk_values)?;
+            Box::new(if self == Encoding::DeltaAns {
+                delta.entropy_coded()
+            } else {
+                delta
+            })
         } else if self.splits() {
             Box::new(ByteStreamSplitEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else {
@@ -621,8 +671,11 @@ impl Encoding {
             } else {
                 Encoding::Alp
             }),
-            // Delta alone is never written: it only ever shrinks under a compressor.
-            array_encoding::ArrayEncoding::Delta(_) => None,
+            // Delta alone is written only entropy-coded: otherwise it only ever shrinks
+            // under a compressor.
+            array_encoding::ArrayEncoding::Delta(delta) => {
+                delta.entropy_coded.then_some(Encoding::DeltaAns)
+            }
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
                 let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
                 let inner = general.inner.as_deref()?;
@@ -746,7 +799,12 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
             format!("alp({}-bit{coded})", alp.bits_per_value)
         }
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
-            format!("delta({}-bit)", delta.bits_per_value)
+            let coded = if delta.entropy_coded {
+                ", entropy-coded"
+            } else {
+                ""
+            };
+            format!("delta({}-bit{coded})", delta.bits_per_value)
         }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
             let scheme = general
@@ -796,9 +854,7 @@ fn decompressor_at_depth(
             let width = bits(bss.bits_per_value, "byte_stream_split")?;
             Ok(Box::new(ByteStreamSplitDecompressor::with_width(width)))
         }
-        Some(array_encoding::ArrayEncoding::Alp(alp)) => {
-            Ok(Box::new(AlpDecompressor::try_new(alp.bits_per_value)?))
-        }
+        Some(array_encoding::ArrayEncoding::Alp(alp)) => Ok(Box::new(AlpDecompressor::new(alp)?)),
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
             let width = bits(delta.bits_per_value, "delta")?;
             if !delta::supports_width(width) {
@@ -807,7 +863,7 @@ fn decompressor_at_depth(
                     delta.bits_per_value
                 )));
             }
-            Ok(Box::new(DeltaDecompressor::try_new(delta.bits_per_value)?))
+            Ok(Box::new(DeltaDecompressor::new(delta)?))
         }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
             if depth > 0 {

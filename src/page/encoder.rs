@@ -104,15 +104,25 @@ impl PageEncoder {
     }
 
     /// The compressor this encoder uses for a page of `values` (the fixed one, or `auto`'s
-    /// pick) and the chunks a trial already encoded with it.
-    fn pick(&self, values: &[u8]) -> Result<(&dyn MiniBlockCompressor, Vec<TrialChunk>)> {
+    /// pick, made for the page when it learns from it) and the chunks a trial already
+    /// encoded with it.
+    fn pick(&self, values: &[u8]) -> Result<(PageCompressor<'_>, Vec<TrialChunk>)> {
         match &self.mode {
-            Mode::Fixed(c) => Ok((c.as_ref(), Vec::new())),
+            Mode::Fixed(c) => Ok((
+                match c.for_page(values)? {
+                    Some(page) => PageCompressor::Owned(page),
+                    None => PageCompressor::Shared(c.as_ref()),
+                },
+                Vec::new(),
+            )),
             Mode::Auto(auto) => {
                 let choice = auto.choose(values)?;
-                let compressor = auto
-                    .compressor(choice.encoding)
-                    .ok_or_else(|| Error::invalid("auto picked an encoding it does not have"))?;
+                let compressor = match choice.page_compressor {
+                    Some(page) => PageCompressor::Owned(page),
+                    None => PageCompressor::Shared(auto.compressor(choice.encoding).ok_or_else(
+                        || Error::invalid("auto picked an encoding it does not have"),
+                    )?),
+                };
                 Ok((compressor, choice.encoded_chunks))
             }
         }
@@ -148,6 +158,7 @@ impl PageEncoder {
             None => values,
         };
         let (compressor, encoded_chunks) = self.pick(values)?;
+        let compressor = compressor.get();
         let mut encoded_chunks = encoded_chunks.into_iter().peekable();
         let plan = ChunkPlan::new(num_values, compressor.chunk_values())?;
         // One allocation: the values, every chunk's validity when there are nulls, and the
@@ -228,6 +239,21 @@ impl PageEncoder {
             chunks,
             data,
         })
+    }
+}
+
+/// The compressor of one page: the encoder's own, or one made for the page.
+enum PageCompressor<'a> {
+    Shared(&'a dyn MiniBlockCompressor),
+    Owned(Box<dyn MiniBlockCompressor>),
+}
+
+impl PageCompressor<'_> {
+    fn get(&self) -> &dyn MiniBlockCompressor {
+        match self {
+            PageCompressor::Shared(c) => *c,
+            PageCompressor::Owned(c) => c.as_ref(),
+        }
     }
 }
 
