@@ -16,11 +16,25 @@
 //! Values are integers of 1, 2, 4 or 8 bytes: floats of 16, 32 and 64 bits and every
 //! integer, date, time and timestamp type.
 //!
-//! `delta+ans` entropy-codes the residual streams instead ([`entropy`], with the page's
-//! tables, which the `Delta` message carries): bit 7 of the order byte is set, and the W
-//! streams follow as entropy-coded streams of n bytes each, stream 0 first. A chunk
-//! whose coded streams would not be smaller than its residuals keeps them as they are
-//! (bit 7 clear).
+//! `delta+ans` entropy-codes the residuals instead ([`entropy`], with the page's tables,
+//! which the `Delta` message carries), bit 7 of the order byte set, in whichever of two
+//! forms is smaller for the chunk:
+//!
+//! ```text
+//! streams  order | 0x80, then the W residual streams as entropy-coded streams of n
+//!          bytes each, stream 0 first
+//! binned   order | 0xC0, then one entropy-coded stream of n bin symbols, then the
+//!          residuals' low bits, LSB first, value after value (ceil(total / 8) bytes)
+//! ```
+//!
+//! A residual `r` of `b` significant bits with `b <= L + 1` is its own bin (symbol `r`,
+//! no low bits); a larger one is in the bin of its bit length and the `L` bits after its
+//! leading one, symbol `2^(L+1) + (b - L - 2) * 2^L + top`, followed by its `b - 1 - L`
+//! low bits. `L` is 3 for values of up to 4 bytes, 2 for 8 bytes (so every symbol fits
+//! a byte). Bins code noisy residuals as pcodec does: the leading bits entropy-coded
+//! together, the noise below them as it is; byte streams code each byte on its own,
+//! which suits residuals whose bytes repeat. A chunk whose coded form would not be
+//! smaller than its residuals keeps them as they are (bit 7 clear).
 //!
 //! ```text
 //! delta chunk of n values of W bytes (W = 1, 2, 4 or 8)
@@ -73,6 +87,60 @@ pub const HEADER_BYTES: usize = 1;
 
 /// Bit of the order byte: the residual streams are entropy-coded.
 const ENTROPY_BIT: u8 = 0x80;
+
+/// Bit of the order byte, with [`ENTROPY_BIT`]: the residuals are binned.
+const BINNED_BIT: u8 = 0x40;
+
+/// The page tables' kind of the bin symbol stream (the byte streams are kinds 0 to 7).
+const BINNED_KIND: usize = 8;
+
+/// Bits after the leading one that a bin holds for values of `width` bytes.
+fn bin_lead(width: usize) -> u32 {
+    if width <= 4 {
+        3
+    } else {
+        2
+    }
+}
+
+/// The bin symbol of residual `v` and how many low bits follow it.
+#[inline]
+fn bin(v: u64, lead: u32) -> (u8, u32) {
+    let b = 64 - v.leading_zeros();
+    if b <= lead + 1 {
+        return (v as u8, 0);
+    }
+    let low = b - 1 - lead;
+    let top = (v >> low) & ((1 << lead) - 1);
+    let symbol = (2u64 << lead) + u64::from(b - lead - 2) * (1 << lead) + top;
+    // At most 2^(L+1) + (8W - L - 2) * 2^L + 2^L - 1: 239 for L = 3 and W = 4, 251 for
+    // L = 2 and W = 8.
+    (symbol as u8, low)
+}
+
+/// Per bin symbol, the residual's high part and its count of low bits; `None` for
+/// symbols no residual of `width` bytes has.
+fn bin_table(width: usize) -> Vec<Option<(u64, u8)>> {
+    let lead = bin_lead(width);
+    (0..=255u32)
+        .map(|s| {
+            if s < 2 << lead {
+                return Some((u64::from(s), 0));
+            }
+            let k = s - (2 << lead);
+            let b = (k >> lead) + lead + 2;
+            if b > 8 * width as u32 {
+                return None;
+            }
+            let top = u64::from(k & ((1 << lead) - 1));
+            let low = b - 1 - lead;
+            Some((((1 << lead) | top) << low, low as u8))
+        })
+        .collect()
+}
+
+/// Smallest entropy-coded chunk: the order byte and a constant bin stream.
+const MIN_CODED_BYTES: usize = 3;
 
 /// Chunks of a page sampled for its entropy tables.
 const TABLE_SAMPLE_CHUNKS: usize = 256;
@@ -162,6 +230,11 @@ fn order_costs<W: Word>(values: &[u8]) -> [u64; 2] {
         prev_delta = delta;
     }
     cost
+}
+
+/// Value `bytes` (one value) as an integer.
+fn read_word<W: Word>(bytes: &[u8]) -> u64 {
+    W::read(bytes)
 }
 
 /// Writes the zigzag residuals of `order` (1 or 2) of `values` into `out`, value by value.
@@ -318,6 +391,25 @@ impl MiniBlockCompressor for DeltaEncoder {
         for stream in split.chunks_exact(n.max(1)) {
             entropy::encode(stream, &self.tables, out)?;
         }
+        // The binned form, kept when smaller.
+        let lead = bin_lead(width);
+        let mut symbols = Vec::with_capacity(n);
+        let mut low = Vec::with_capacity(values.len());
+        let mut bits = entropy::BitWriter::new(&mut low);
+        for word in scratch.chunks_exact(width) {
+            let v = by_width!(width, read_word(word));
+            let (symbol, extra) = bin(v, lead);
+            symbols.push(symbol);
+            bits.put_wide(v, extra);
+        }
+        bits.finish();
+        let mut binned = vec![order | ENTROPY_BIT | BINNED_BIT];
+        entropy::encode(&symbols, &self.tables, &mut binned)?;
+        binned.extend_from_slice(&low);
+        if binned.len() < out.len() - start {
+            out.truncate(start);
+            out.extend_from_slice(&binned);
+        }
         if out.len() - start >= HEADER_BYTES + values.len() {
             out.truncate(start);
             out.push(order);
@@ -344,6 +436,13 @@ impl MiniBlockCompressor for DeltaEncoder {
                 entropy::count(stream, &mut counts);
                 streams.push((j, counts));
             }
+            let lead = bin_lead(width);
+            let mut counts = [0u32; 256];
+            for word in scratch.chunks_exact(width) {
+                let (symbol, _) = bin(by_width!(width, read_word(word)), lead);
+                counts[usize::from(symbol)] += 1;
+            }
+            streams.push((BINNED_KIND, counts));
         }
         let tables = PageTables::from_streams(&streams, scale);
         if tables.is_empty() {
@@ -363,6 +462,17 @@ pub struct DeltaDecompressor {
     /// Whether chunks may carry entropy-coded streams, and the page's tables for them.
     entropy_coded: bool,
     tables: PageTables,
+    /// Per bin symbol, the residual's high part and low bit count (empty unless
+    /// entropy-coded).
+    bins: Vec<Option<(u64, u8)>>,
+}
+
+/// A chunk's residuals as parsed: byte-stream split (in the chunk or decoded into
+/// scratch), or bin symbols (decoded into scratch) and their low bits.
+#[derive(Clone, Copy)]
+enum Residuals<'c> {
+    Split(&'c [u8]),
+    Binned { symbols: &'c [u8], low: &'c [u8] },
 }
 
 impl DeltaDecompressor {
@@ -381,6 +491,11 @@ impl DeltaDecompressor {
             width,
             entropy_coded: delta.entropy_coded,
             tables: PageTables::parse(&delta.page_tables)?,
+            bins: if delta.entropy_coded {
+                bin_table(width)
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -392,7 +507,7 @@ impl DeltaDecompressor {
         num_values: usize,
         storage: ChunkStorage,
         scratch: &'c mut Vec<u8>,
-    ) -> Result<(u8, &'c [u8])> {
+    ) -> Result<(u8, Residuals<'c>)> {
         if storage != ChunkStorage::Raw {
             return Err(Error::corrupt(
                 "delta chunk is marked compressed but the encoding has no compression",
@@ -401,11 +516,23 @@ impl DeltaDecompressor {
         let len = checked_len(num_values, self.width)?;
         if let Some((&byte, mut rest)) = chunk.split_first() {
             if byte & ENTROPY_BIT != 0 && self.entropy_coded {
-                let order = byte & !ENTROPY_BIT;
+                let order = byte & !(ENTROPY_BIT | BINNED_BIT);
                 if order != 1 && order != 2 {
                     return Err(Error::corrupt(format!(
                         "delta chunk of order {order} (1 or 2 expected)"
                     )));
+                }
+                if byte & BINNED_BIT != 0 {
+                    scratch.clear();
+                    scratch.resize(num_values, 0);
+                    let used = entropy::decode(rest, scratch, &self.tables)?;
+                    return Ok((
+                        order,
+                        Residuals::Binned {
+                            symbols: &scratch[..],
+                            low: &rest[used..],
+                        },
+                    ));
                 }
                 scratch.clear();
                 scratch.resize(len, 0);
@@ -419,11 +546,13 @@ impl DeltaDecompressor {
                         rest.len()
                     )));
                 }
-                return Ok((order, &scratch[..]));
+                return Ok((order, Residuals::Split(&scratch[..])));
             }
         }
         match chunk.split_first() {
-            Some((&order @ (1 | 2), residuals)) if residuals.len() == len => Ok((order, residuals)),
+            Some((&order @ (1 | 2), residuals)) if residuals.len() == len => {
+                Ok((order, Residuals::Split(residuals)))
+            }
             Some((&order, _)) if order != 1 && order != 2 => Err(Error::corrupt(format!(
                 "delta chunk of order {order} (1 or 2 expected)"
             ))),
@@ -433,6 +562,51 @@ impl DeltaDecompressor {
                 chunk.len()
             ))),
         }
+    }
+}
+
+impl DeltaDecompressor {
+    /// Writes the residuals, value after value, into `out` (exactly their bytes).
+    fn residuals_into(&self, residuals: Residuals, out: &mut [u8]) -> Result<()> {
+        let (symbols, low) = match residuals {
+            Residuals::Split(split) => {
+                kernels::unsplit(split, out, self.width);
+                return Ok(());
+            }
+            Residuals::Binned { symbols, low } => (symbols, low),
+        };
+        let corrupt = |what: String| Error::corrupt(format!("binned delta chunk: {what}"));
+        let mut at = 0usize;
+        for (&symbol, word) in symbols.iter().zip(out.chunks_exact_mut(self.width)) {
+            let (high, bits) = self.bins[usize::from(symbol)].ok_or_else(|| {
+                corrupt(format!(
+                    "symbol {symbol} is no bin of {}-byte values",
+                    self.width
+                ))
+            })?;
+            let bits = u32::from(bits);
+            let value = if bits == 0 {
+                high
+            } else {
+                // At most 61 bits from bit `at % 8` of byte `at / 8`: 9 bytes hold them.
+                let byte = at / 8;
+                let mut window = [0u8; 16];
+                let take = low.len().saturating_sub(byte).min(16);
+                window[..take]
+                    .copy_from_slice(&low[byte.min(low.len())..byte.min(low.len()) + take]);
+                let read = u128::from_le_bytes(window) >> (at % 8);
+                at += bits as usize;
+                high | (read as u64 & mask(bits))
+            };
+            word.copy_from_slice(&value.to_le_bytes()[..self.width]);
+        }
+        if at.div_ceil(8) != low.len() {
+            return Err(corrupt(format!(
+                "{} bytes of low bits for {at} bits",
+                low.len()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -450,9 +624,9 @@ impl MiniBlockDecompressor for DeltaDecompressor {
             .saturating_mul(self.width)
             .saturating_add(HEADER_BYTES);
         if self.entropy_coded {
-            // From every stream constant (two bytes) to every stream raw (one more).
-            let coded = HEADER_BYTES + 2 * self.width;
-            Some((len.min(coded), len.saturating_add(self.width)))
+            // From one constant bin stream (three bytes in all) to every byte stream raw
+            // (one more byte each); the encoder stores larger chunks as residuals.
+            Some((len.min(MIN_CODED_BYTES), len.saturating_add(self.width)))
         } else {
             Some((len, len))
         }
@@ -460,8 +634,7 @@ impl MiniBlockDecompressor for DeltaDecompressor {
 
     fn raw_expansion(&self) -> usize {
         if self.entropy_coded {
-            // A chunk of constant streams: 1 + 2W bytes for up to 65536 values of W.
-            super::MAX_CHUNK_VALUES * self.width / (HEADER_BYTES + 2 * self.width)
+            super::MAX_CHUNK_VALUES * self.width / MIN_CODED_BYTES
         } else {
             1
         }
@@ -477,7 +650,7 @@ impl MiniBlockDecompressor for DeltaDecompressor {
     ) -> Result<()> {
         check_output(out, num_values, self.width)?;
         let (order, residuals) = self.parse(chunk, num_values, storage, scratch)?;
-        kernels::unsplit(residuals, out, self.width);
+        self.residuals_into(residuals, out)?;
         by_width!(self.width, undo(out, order));
         Ok(())
     }
@@ -492,7 +665,13 @@ impl MiniBlockDecompressor for DeltaDecompressor {
     ) -> Result<()> {
         let (order, residuals) = self.parse(chunk, num_values, storage, scratch)?;
         let start = out.len();
-        kernels::unsplit_append(residuals, out, self.width);
+        match residuals {
+            Residuals::Split(split) => kernels::unsplit_append(split, out, self.width),
+            binned @ Residuals::Binned { .. } => {
+                out.extend_zeros(checked_len(num_values, self.width)?);
+                self.residuals_into(binned, &mut out.as_slice_mut()[start..])?;
+            }
+        }
         by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));
         Ok(())
     }
@@ -624,8 +803,70 @@ mod tests {
         assert_eq!(round_trip(&steps, 8)[0], 1);
         // Entropy-coded: the order's bit 7 set, and smaller than the residuals.
         let coded = round_trip_coded(&smooth, 8);
-        assert_eq!(coded[0], 2 | ENTROPY_BIT);
+        assert_eq!(coded[0] & !BINNED_BIT, 2 | ENTROPY_BIT);
         assert!(coded.len() < smooth.len() / 4, "{}", coded.len());
+    }
+
+    /// Noise of a few bits on a slow trend takes the binned form and comes back; a bin symbol no residual of the width has, and low bits one byte too
+    /// few or too many, are corrupt.
+    #[test]
+    fn noisy_residuals_are_binned() {
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        // One-byte values have a single stream, which codes them as well as bins do.
+        for width in [2usize, 4, 8] {
+            let values: Vec<u8> = (0..1024u64)
+                .flat_map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let noise = x % (1 << (8 * width - 4).min(20));
+                    (i * 3 + noise).to_le_bytes()[..width].to_vec()
+                })
+                .collect();
+            let coded = round_trip_coded(&values, width);
+            assert_eq!(
+                coded[0] & (ENTROPY_BIT | BINNED_BIT),
+                ENTROPY_BIT | BINNED_BIT,
+                "{width}"
+            );
+        }
+        let decoder = DeltaDecompressor::new(&Delta {
+            bits_per_value: 8,
+            entropy_coded: true,
+            page_tables: Vec::new(),
+        })
+        .unwrap();
+        let mut out = vec![0; 4];
+        let decode = |chunk: &[u8], out: &mut [u8]| {
+            decoder.decompress_into(chunk, 4, ChunkStorage::Raw, out, &mut Vec::new())
+        };
+        // A raw symbol stream: four values in bins 1, 2, 17 (9 << 1, one low bit) and 47
+        // (15 << 4, four low bits), the low bits 1 and 1111.
+        let raw_symbols = [0, 1, 2, 17, 47];
+        let good: Vec<u8> = [&[1 | ENTROPY_BIT | BINNED_BIT][..], &raw_symbols, &[0x1F]].concat();
+        decode(&good, &mut out).unwrap();
+        // Residuals 1, 2, (9 << 1) | 1 = 19 and (15 << 4) | 15 = 255, zigzag coded:
+        // -1, 1, -10, -128, summed from 0 wrapping at 8 bits.
+        assert_eq!(out, [255, 0, 246, 118]);
+        for bad in [
+            [
+                &[1 | ENTROPY_BIT | BINNED_BIT][..],
+                &[0, 1, 2, 17, 48],
+                &[0x1F],
+            ]
+            .concat(),
+            [&[1 | ENTROPY_BIT | BINNED_BIT][..], &raw_symbols].concat(),
+            [
+                &[1 | ENTROPY_BIT | BINNED_BIT][..],
+                &raw_symbols,
+                &[0x1F, 0],
+            ]
+            .concat(),
+            [&[3 | ENTROPY_BIT | BINNED_BIT][..], &raw_symbols, &[0x1F]].concat(),
+        ] {
+            let err = decode(&bad, &mut out).unwrap_err();
+            assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{bad:?}");
+        }
     }
 
     #[test]

@@ -184,13 +184,32 @@ fn decode_table(norm: &[(u8, u32)], log: u32) -> Vec<DecodeEntry> {
 }
 
 /// Appends bits LSB first.
-struct BitWriter<'a> {
+pub(crate) struct BitWriter<'a> {
     out: &'a mut Vec<u8>,
     acc: u64,
     len: u32,
 }
 
-impl BitWriter<'_> {
+impl<'a> BitWriter<'a> {
+    pub(crate) fn new(out: &'a mut Vec<u8>) -> Self {
+        Self {
+            out,
+            acc: 0,
+            len: 0,
+        }
+    }
+
+    /// Appends the low `bits` bits of `value` (any count up to 64).
+    pub(crate) fn put_wide(&mut self, mut value: u64, mut bits: u32) {
+        while bits > 0 {
+            let take = bits.min(32);
+            self.put((value & (u64::MAX >> (64 - take))) as u32, take);
+            value = value.checked_shr(take).unwrap_or(0);
+            bits -= take;
+        }
+    }
+
+    /// Appends `value`, which must fit `bits` (at most 32) bits.
     fn put(&mut self, value: u32, bits: u32) {
         self.acc |= u64::from(value) << self.len;
         self.len += bits;
@@ -201,7 +220,8 @@ impl BitWriter<'_> {
         }
     }
 
-    fn finish(self) {
+    /// Writes the last, partial byte.
+    pub(crate) fn finish(self) {
         if self.len > 0 {
             self.out.push(self.acc as u8);
         }
@@ -276,11 +296,7 @@ fn write_table(norm: &[(u8, u32)], log: u32, out: &mut Vec<u8>) {
 
 /// Appends the counts of `norm` in `bits` bits each, LSB first.
 fn write_counts(norm: &[(u8, u32)], bits: u32, out: &mut Vec<u8>) {
-    let mut counts = BitWriter {
-        out,
-        acc: 0,
-        len: 0,
-    };
+    let mut counts = BitWriter::new(out);
     for &(_, count) in norm {
         counts.put(count, bits);
     }
@@ -412,11 +428,7 @@ impl Coder {
         }
         let len_at = out.len();
         out.extend_from_slice(&[0, 0]);
-        let mut writer = BitWriter {
-            out,
-            acc: 0,
-            len: 0,
-        };
+        let mut writer = BitWriter::new(out);
         for lane in state {
             writer.put(lane - size, self.log);
         }
