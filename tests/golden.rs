@@ -3,7 +3,8 @@
 //! types, each decoded and compared with the bytes it must give. A change of the page or
 //! file format fails here. Each set is frozen once written: `v1` holds the six encodings
 //! of byte stream split and general compression, `v2` adds the ALP encodings (and its
-//! `auto` column file may use them), `v3` the delta encodings; all must decode forever.
+//! `auto` column file may use them), `v3` the delta encodings, `v4` the entropy tables a
+//! page shares (`alp+ans`) and `delta+ans`; all must decode forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -17,7 +18,12 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 3] = [("v1", 6), ("v2", 9), ("v3", 12)];
+const VERSIONS: [(&str, usize); 4] = [
+    ("v1", 6),
+    ("v2", 9),
+    ("v3", 12),
+    ("v4", Encoding::ALL.len()),
+];
 
 fn dir(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -40,6 +46,16 @@ fn read_in(version: &str, name: &str) -> Vec<u8> {
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("{name} is in no golden set up to {version}"));
     fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Whether an ALP or delta page carries entropy tables its chunks share.
+fn has_page_tables(encoding: &ArrayEncoding) -> bool {
+    use miniblock::proto::encodings::array_encoding::ArrayEncoding as Kind;
+    match &encoding.array_encoding {
+        Some(Kind::Alp(alp)) => !alp.page_tables.is_empty(),
+        Some(Kind::Delta(delta)) => !delta.page_tables.is_empty(),
+        _ => false,
+    }
 }
 
 fn data_type(name: &str) -> DataType {
@@ -68,6 +84,7 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
     let mut seen_encodings = std::collections::BTreeSet::new();
     let mut wide = 0;
     let mut cases = 0;
+    let mut with_tables = 0;
     for line in manifest.lines().filter(|l| !l.starts_with('#')) {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let [name, type_name, num_values, has_validity] = fields[..] else {
@@ -77,6 +94,7 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
         let page = read(&format!("{name}.page"));
         let encoding = ArrayEncoding::decode(read(&format!("{name}.encoding")).as_slice()).unwrap();
         seen_encodings.insert(Encoding::of(&encoding).unwrap().name());
+        with_tables += usize::from(has_page_tables(&encoding));
         if u32::from_le_bytes(page[..4].try_into().unwrap()) & (1 << 31) != 0 {
             wide += 1;
         }
@@ -121,6 +139,9 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
         "{version}: {seen_encodings:?}"
     );
     assert!(wide >= 1, "no golden page has a wide chunk table");
+    if version >= "v4" {
+        assert!(with_tables >= 4, "{with_tables} golden pages with page tables");
+    }
     assert!(cases >= 40, "{cases} golden pages");
 }
 
