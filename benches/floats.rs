@@ -7,7 +7,8 @@
 //! sizes are printed and every round trip is checked bit for bit.
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
-//! for `auto:0`, `alp+ans`, `alp+zstd`, `delta+zstd`, `bss+zstd`, `pco`, `parquet`).
+//! for `auto:0`, `alp+ans`, `alp+zstd`, `delta+ans`, `delta+zstd`, `bss+zstd`, `pco`,
+//! `parquet`). A page's size counts its chunk table and its encoding message.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -44,7 +45,14 @@ fn files() -> Vec<PathBuf> {
 /// Encoded pages, each with its chunk table.
 type Pages = Vec<(EncodedPage, Vec<u8>)>;
 
-const STRATEGIES: [&str; 5] = ["auto:0", "alp+ans", "alp+zstd", "delta+zstd", "bss+zstd"];
+const STRATEGIES: [&str; 6] = [
+    "auto:0",
+    "alp+ans",
+    "alp+zstd",
+    "delta+ans",
+    "delta+zstd",
+    "bss+zstd",
+];
 
 fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {
     let strategy: Strategy = strategy.parse().unwrap();

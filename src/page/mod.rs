@@ -256,9 +256,12 @@ impl EncodedPage {
         out
     }
 
-    /// Bytes taken by the page: chunk table plus data.
+    /// Bytes taken by the page: chunk table, data, and its encoding message (which
+    /// carries what the chunks share, such as entropy tables).
     pub fn encoded_len(&self) -> usize {
-        self.chunks.len() * self.table_format().entry_bytes() + self.data.len()
+        self.chunks.len() * self.table_format().entry_bytes()
+            + self.data.len()
+            + prost::Message::encoded_len(&self.encoding)
     }
 
     /// The encoding this page was written with, when it is one of [`Encoding::ALL`].
