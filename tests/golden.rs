@@ -140,7 +140,10 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
     );
     assert!(wide >= 1, "no golden page has a wide chunk table");
     if version >= "v4" {
-        assert!(with_tables >= 4, "{with_tables} golden pages with page tables");
+        assert!(
+            with_tables >= 4,
+            "{with_tables} golden pages with page tables"
+        );
     }
     assert!(cases >= 40, "{cases} golden pages");
 }

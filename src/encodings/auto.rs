@@ -9,8 +9,8 @@
 //! compares the sizes:
 //!
 //! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
-//!   values) delta+lz4 and delta+zstd and (for 4- and 8-byte values) alp, alp+lz4,
-//!   alp+ans and alp+zstd; plain and bss can be
+//!   values) delta+lz4, delta+ans and delta+zstd and (for 4- and 8-byte values) alp,
+//!   alp+lz4, alp+ans and alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
@@ -26,11 +26,15 @@
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, delta+lz4, alp,
-//!   alp+lz4, alp+ans, zstd, bss+zstd, delta+zstd, alp+zstd); walking from the fastest, a slower candidate replaces the current pick
+//!   alp+lz4, alp+ans, zstd, bss+zstd, delta+zstd, alp+zstd, delta+ans); walking from
+//!   the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
-//!   encoder, not encoded twice.
+//!   encoder, not encoded twice;
+//! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
+//!   tables from it, [`MiniBlockCompressor::for_page`]) is made for the page once, tried
+//!   as made, and its tables' bytes are added to its estimate.
 //!
 //! The choice depends only on the page's bytes (never on timings), so the same page is
 //! always encoded the same way, by one thread or many.
@@ -167,11 +171,11 @@ const SPEED_ORDER: [Encoding; 13] = [
     Encoding::Alp,
     Encoding::AlpLz4,
     Encoding::AlpAns,
-    Encoding::DeltaAns,
     Encoding::Zstd,
     Encoding::BssZstd,
     Encoding::DeltaZstd,
     Encoding::AlpZstd,
+    Encoding::DeltaAns,
 ];
 
 /// How a page is to be encoded: one encoding, or `auto`'s choice per page.

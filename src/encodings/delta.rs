@@ -386,29 +386,44 @@ impl MiniBlockCompressor for DeltaEncoder {
         let mut split = Vec::with_capacity(values.len());
         let order = self.split_residuals(values, scratch, &mut split);
         let start = out.len();
-        out.push(order | ENTROPY_BIT);
         let n = values.len() / width;
-        for stream in split.chunks_exact(n.max(1)) {
-            entropy::encode(stream, &self.tables, out)?;
-        }
-        // The binned form, kept when smaller.
+        // Byte streams or bins, whichever the estimates say is smaller: only it is coded.
         let lead = bin_lead(width);
-        let mut symbols = Vec::with_capacity(n);
-        let mut low = Vec::with_capacity(values.len());
-        let mut bits = entropy::BitWriter::new(&mut low);
+        let mut bin_counts = [0u32; 256];
+        let mut low_bits = 0usize;
         for word in scratch.chunks_exact(width) {
-            let v = by_width!(width, read_word(word));
-            let (symbol, extra) = bin(v, lead);
-            symbols.push(symbol);
-            bits.put_wide(v, extra);
+            let (symbol, extra) = bin(by_width!(width, read_word(word)), lead);
+            bin_counts[usize::from(symbol)] += 1;
+            low_bits += extra as usize;
         }
-        bits.finish();
-        let mut binned = vec![order | ENTROPY_BIT | BINNED_BIT];
-        entropy::encode(&symbols, &self.tables, &mut binned)?;
-        binned.extend_from_slice(&low);
-        if binned.len() < out.len() - start {
-            out.truncate(start);
-            out.extend_from_slice(&binned);
+        let binned = entropy::estimate(&bin_counts, &self.tables) + low_bits.div_ceil(8) as f32;
+        let streams: f32 = split
+            .chunks_exact(n.max(1))
+            .map(|stream| {
+                let mut counts = [0u32; 256];
+                entropy::count(stream, &mut counts);
+                entropy::estimate(&counts, &self.tables)
+            })
+            .sum();
+        if binned < streams {
+            out.push(order | ENTROPY_BIT | BINNED_BIT);
+            let mut symbols = Vec::with_capacity(n);
+            let mut low = Vec::with_capacity(low_bits.div_ceil(8));
+            let mut bits = entropy::BitWriter::new(&mut low);
+            for word in scratch.chunks_exact(width) {
+                let v = by_width!(width, read_word(word));
+                let (symbol, extra) = bin(v, lead);
+                symbols.push(symbol);
+                bits.put_wide(v, extra);
+            }
+            bits.finish();
+            entropy::encode(&symbols, &self.tables, out)?;
+            out.extend_from_slice(&low);
+        } else {
+            out.push(order | ENTROPY_BIT);
+            for stream in split.chunks_exact(n.max(1)) {
+                entropy::encode(stream, &self.tables, out)?;
+            }
         }
         if out.len() - start >= HEADER_BYTES + values.len() {
             out.truncate(start);

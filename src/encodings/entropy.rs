@@ -36,9 +36,12 @@
 //!            byte  t: the page table, below the page's table count
 //!            u16 LE: P, then P bytes of bit stream, as for tANS
 //!
-//! page tables (the bytes of `Alp.page_tables`)
+//! page tables (the bytes of `Alp.page_tables` and `Delta.page_tables`)
 //!   byte     T: table count, 1..=16
-//!   T times  byte L, byte k - 1, k symbols, the counts (L bits each): as in a tANS stream
+//!   T times  byte L (5..=12), byte k - 1, byte B (bits per count, 1..=L), the symbols
+//!            (k bytes strictly increasing, or for k > 32 a 32-byte set, bit s % 8 of
+//!            byte s / 8 for symbol s), then the k counts in B bits each, LSB first
+//!            (each at least 1, summing to 2^L)
 //! ```
 //!
 //! Symbols are spread over the states as Zstd's FSE spreads them (step `5/8 * 2^L + 3`),
@@ -653,6 +656,20 @@ fn own_estimate(counts: &Histogram) -> f32 {
     tans.min(1.0 + n as f32)
 }
 
+/// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
+/// a constant, raw, a table of its own and the best page table of `tables`.
+pub fn estimate(counts: &Histogram, tables: &PageTables) -> f32 {
+    let k = counts.iter().filter(|&&c| c > 0).count();
+    if k <= 1 {
+        return 2.0;
+    }
+    tables
+        .coders
+        .iter()
+        .map(|coder| 4.0 + coder.estimate(counts))
+        .fold(own_estimate(counts), f32::min)
+}
+
 /// Symbol lists of more symbols than this are written as a 256-bit set.
 const SYMBOL_LIST_MAX: usize = 32;
 
@@ -926,6 +943,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The README's page tables: two tables, counts in 5 bits, symbols listed.
+    #[test]
+    fn page_tables_worked_example() {
+        let tables = PageTables::new(vec![
+            (vec![(0, 24), (1, 8)], 5),
+            (vec![(5, 16), (6, 8), (7, 8)], 5),
+        ]);
+        let bytes = tables.to_bytes();
+        assert_eq!(
+            bytes,
+            [2, 5, 1, 5, 0, 1, 0x18, 0x01, 5, 2, 5, 5, 6, 7, 0x10, 0x21]
+        );
+        let stream = [5u8, 6, 7, 5, 5, 6, 7, 5];
+        let mut coded = Vec::new();
+        encode(&stream, &tables, &mut coded).unwrap();
+        assert_eq!(coded[..2], [MODE_SHARED, 1]);
+        let mut back = [0u8; 8];
+        decode(&coded, &mut back, &PageTables::parse(&bytes).unwrap()).unwrap();
+        assert_eq!(back, stream);
+        // More than 32 symbols: a 32-byte set instead of the list.
+        let many: Vec<(u8, u32)> = (0..128).map(|s| (s * 2, 1)).collect();
+        let bytes = PageTables::new(vec![(many.clone(), 7)]).to_bytes();
+        assert_eq!(bytes.len(), 1 + 3 + 32 + 128 / 8);
+        assert_eq!(bytes[4..36], [0x55; 32][..]);
+        assert_eq!(PageTables::parse(&bytes).unwrap().coders[0].norm, many);
     }
 
     /// Streams of one distribution name a page table built from others like them: they

@@ -11,8 +11,8 @@
 //! |---|---|---|
 //! | [`flat`] | values as they are | `flat { bits_per_value }` |
 //! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
-//! | [`alp`] | decimal floats as integers, bit-packed or in byte streams (entropy-coded with [`entropy`], or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded }` (ours: field 100) |
-//! | [`delta`] | values as integers, differenced, zigzag coded, byte-stream split | `delta { bits_per_value }` (ours: field 101) |
+//! | [`alp`] | decimal floats as integers, bit-packed or in byte streams (entropy-coded with [`entropy`] and the page's tables, or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded, page_tables }` (ours: field 100) |
+//! | [`delta`] | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins) | `delta { bits_per_value, entropy_coded, page_tables }` (ours: field 101) |
 //! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
 //! Values are any fixed width (1 to [`MAX_VALUE_WIDTH`] bytes): floats, integers, dates,
