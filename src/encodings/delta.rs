@@ -232,6 +232,20 @@ fn order_costs<W: Word>(values: &[u8]) -> [u64; 2] {
     cost
 }
 
+/// Writes the residual of each bin symbol (all of them bins of `W`, checked) and its low
+/// bits from `reader` into `out`, value after value.
+fn unbin<W: Word>(
+    symbols: &[u8],
+    bins: &[Option<(u64, u8)>],
+    reader: &mut entropy::BitReader,
+    out: &mut [u8],
+) {
+    for (&symbol, word) in symbols.iter().zip(out.chunks_exact_mut(W::BYTES)) {
+        let (high, bits) = bins[usize::from(symbol)].unwrap_or_default();
+        W::write(high | reader.get_wide(u32::from(bits)), word);
+    }
+}
+
 /// Value `bytes` (one value) as an integer.
 fn read_word<W: Word>(bytes: &[u8]) -> u64 {
     W::read(bytes)
@@ -591,33 +605,20 @@ impl DeltaDecompressor {
             Residuals::Binned { symbols, low } => (symbols, low),
         };
         let corrupt = |what: String| Error::corrupt(format!("binned delta chunk: {what}"));
-        let mut at = 0usize;
-        for (&symbol, word) in symbols.iter().zip(out.chunks_exact_mut(self.width)) {
-            let (high, bits) = self.bins[usize::from(symbol)].ok_or_else(|| {
-                corrupt(format!(
-                    "symbol {symbol} is no bin of {}-byte values",
-                    self.width
-                ))
-            })?;
-            let bits = u32::from(bits);
-            let value = if bits == 0 {
-                high
-            } else {
-                // At most 61 bits from bit `at % 8` of byte `at / 8`: 9 bytes hold them.
-                let byte = at / 8;
-                let mut window = [0u8; 16];
-                let take = low.len().saturating_sub(byte).min(16);
-                window[..take]
-                    .copy_from_slice(&low[byte.min(low.len())..byte.min(low.len()) + take]);
-                let read = u128::from_le_bytes(window) >> (at % 8);
-                at += bits as usize;
-                high | (read as u64 & mask(bits))
-            };
-            word.copy_from_slice(&value.to_le_bytes()[..self.width]);
-        }
-        if at.div_ceil(8) != low.len() {
+        if let Some(&symbol) = symbols
+            .iter()
+            .find(|&&s| self.bins[usize::from(s)].is_none())
+        {
             return Err(corrupt(format!(
-                "{} bytes of low bits for {at} bits",
+                "symbol {symbol} is no bin of {}-byte values",
+                self.width
+            )));
+        }
+        let mut reader = entropy::BitReader::new(low);
+        by_width!(self.width, unbin(symbols, &self.bins, &mut reader, out));
+        if !reader.ended_exactly() {
+            return Err(corrupt(format!(
+                "{} bytes of low bits, not what its bins take",
                 low.len()
             )));
         }

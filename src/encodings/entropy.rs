@@ -119,7 +119,7 @@ fn normalize(counts: &[u32; 256], n: usize, log: u32) -> Vec<(u8, u32)> {
         .collect();
     let mut sum: i64 = norm.iter().map(|&(_, c)| i64::from(c)).sum();
     let mut order: Vec<usize> = (0..norm.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(norm[i].1), norm[i].0));
+    order.sort_unstable_by_key(|&i| (std::cmp::Reverse(norm[i].1), norm[i].0));
     let target = total.cast_signed();
     // Too many: take from the largest counts, one at a time, never below 1.
     while sum > target {
@@ -232,18 +232,19 @@ impl<'a> BitWriter<'a> {
 }
 
 /// Reads bits LSB first; past the end it reads zeros and remembers that it did.
-struct BitReader<'a> {
+pub(crate) struct BitReader<'a> {
     bytes: &'a [u8],
     at: usize,
     acc: u64,
     len: u32,
-    overrun: bool,
+    /// Zero bits supplied past the end of `bytes`.
+    phantom: usize,
 }
 
 impl<'a> BitReader<'a> {
-    /// Tops the accumulator up with whole bytes: eight at a time while they last, then
-    /// one at a time; past the end, zeros, and the overrun is remembered.
-    #[inline(never)]
+    /// Tops the accumulator up with whole bytes, to at least 56 bits while eight bytes
+    /// are left; then see [`refill_tail`](Self::refill_tail).
+    #[inline]
     fn refill(&mut self, bits: u32) {
         if let Some(word) = self.bytes.get(self.at..self.at + 8) {
             let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
@@ -253,6 +254,14 @@ impl<'a> BitReader<'a> {
             self.len += 8 * take;
             return;
         }
+        self.refill_tail(bits);
+    }
+
+    /// The last bytes one at a time; past the end, zeros, counted: reading them is an
+    /// overrun only if they are taken.
+    #[cold]
+    #[inline(never)]
+    fn refill_tail(&mut self, bits: u32) {
         while self.len <= 56 {
             let Some(&b) = self.bytes.get(self.at) else {
                 break;
@@ -262,19 +271,66 @@ impl<'a> BitReader<'a> {
             self.len += 8;
         }
         if self.len < bits {
-            self.overrun = true;
+            self.phantom += (bits - self.len) as usize;
             self.len = bits;
         }
     }
 
-    fn new(bytes: &'a [u8]) -> Self {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
         Self {
             bytes,
             at: 0,
             acc: 0,
             len: 0,
-            overrun: false,
+            phantom: 0,
         }
+    }
+
+    /// Reads `bits` bits, up to 64.
+    #[inline]
+    pub(crate) fn get_wide(&mut self, bits: u32) -> u64 {
+        if bits <= 32 {
+            self.ensure(bits);
+            u64::from(self.take(bits))
+        } else {
+            let low = u64::from(self.get(32));
+            low | u64::from(self.get(bits - 32)) << 32
+        }
+    }
+
+    /// Whether every byte was read, and nothing past the end (the last byte's unread
+    /// bits are padding).
+    pub(crate) fn ended_exactly(&self) -> bool {
+        self.used_within(self.bytes.len())
+    }
+
+    /// Bits taken so far, zeros past the end included.
+    fn used(&self) -> usize {
+        self.at * 8 + self.phantom - self.len as usize
+    }
+
+    /// Whether the bits taken are exactly `len` bytes' worth: none past the end, and
+    /// the last byte reached.
+    fn used_within(&self, len: usize) -> bool {
+        let used = self.used();
+        used <= self.bytes.len() * 8 && used.div_ceil(8) == len
+    }
+
+    /// Makes sure `bits` (at most 56) can be taken without a refill.
+    #[inline]
+    fn ensure(&mut self, bits: u32) {
+        if self.len < bits {
+            self.refill(bits);
+        }
+    }
+
+    /// Takes `bits` bits that [`ensure`](Self::ensure) made sure of.
+    #[inline]
+    fn take(&mut self, bits: u32) -> u32 {
+        let value = (self.acc & ((1u64 << bits) - 1)) as u32;
+        self.acc >>= bits;
+        self.len -= bits;
+        value
     }
 
     #[inline]
@@ -358,14 +414,12 @@ impl Coder {
         let size = 1usize << log;
         let mut first = [0u16; 256];
         let mut count_of = [0u32; 256];
-        let mut cost = [f32::INFINITY; 256];
         let mut at = 0usize;
         for &(symbol, count) in &norm {
             let s = usize::from(symbol);
             // At most 2^12 states: every offset fits a u16.
             first[s] = at as u16;
             count_of[s] = count;
-            cost[s] = log as f32 - (count as f32).log2();
             at += count as usize;
         }
         let mut symbols = vec![0u8; size];
@@ -386,8 +440,16 @@ impl Coder {
             first,
             count_of,
             states,
-            cost,
+            cost: [f32::INFINITY; 256],
         }
+    }
+
+    /// The same coder with each symbol's cost filled in, for [`estimate`](Self::estimate).
+    fn with_costs(mut self) -> Self {
+        for &(symbol, count) in &self.norm {
+            self.cost[usize::from(symbol)] = self.log as f32 - log2(count);
+        }
+        self
     }
 
     /// Estimated bytes of the bit stream coding a stream of these symbol counts: the
@@ -486,11 +548,13 @@ impl Decoder {
         let (body, tail) = out.split_at_mut(steps);
         let mut pairs = body.chunks_exact_mut(LANES);
         for pair in &mut pairs {
+            // One refill for both steps: each takes at most `log` bits.
+            reader.ensure(2 * self.log);
             let (e0, e1) = (table[state[0]], table[state[1]]);
             pair[0] = e0.symbol;
             pair[1] = e1.symbol;
-            state[0] = usize::from(e0.base) + reader.get(u32::from(e0.bits)) as usize;
-            state[1] = usize::from(e1.base) + reader.get(u32::from(e1.bits)) as usize;
+            state[0] = usize::from(e0.base) + reader.take(u32::from(e0.bits)) as usize;
+            state[1] = usize::from(e1.base) + reader.take(u32::from(e1.bits)) as usize;
         }
         if let [slot] = pairs.into_remainder() {
             let entry = table[state[0]];
@@ -503,8 +567,8 @@ impl Decoder {
             *slot = table[state[(first_lane + i) % LANES]].symbol;
         }
         // Every byte of the bit stream used, none read past its end.
-        let used = (reader.at * 8).saturating_sub(reader.len as usize);
-        if reader.overrun || used.div_ceil(8) != len {
+        if !reader.used_within(len) {
+            let used = reader.used();
             return Err(format!("a bit stream of {len} bytes for {used} bits"));
         }
         Ok(2 + len)
@@ -563,7 +627,7 @@ impl PageTables {
                 .max((2 * k).next_power_of_two().trailing_zeros())
                 .min(MAX_TABLE_LOG);
             let norm = normalize(&counts, n, log);
-            let coder = Coder::new(norm.clone(), log);
+            let coder = Coder::new(norm.clone(), log).with_costs();
             // What each stream of the kind would save against its best alternative (its
             // own table, or raw).
             let saved: f64 = streams
@@ -589,7 +653,7 @@ impl PageTables {
                 .collect(),
             coders: tables
                 .into_iter()
-                .map(|(norm, log)| Coder::new(norm, log))
+                .map(|(norm, log)| Coder::new(norm, log).with_costs())
                 .collect(),
         }
     }
@@ -644,16 +708,34 @@ impl PageTables {
 
 /// Estimated bytes of a stream of these counts coded with a table of its own.
 fn own_estimate(counts: &Histogram) -> f32 {
-    let k = counts.iter().filter(|&&c| c > 0).count();
-    let n: usize = counts.iter().map(|&c| c as usize).sum();
+    let (k, n, bits) = information(counts);
     let log = table_log(n, k);
-    let norm = normalize(counts, n, log);
-    let bits: f32 = norm
-        .iter()
-        .map(|&(s, c)| counts[usize::from(s)] as f32 * (log as f32 - (c as f32).log2()))
-        .sum();
     let tans = 3.0 + table_len(k, log) as f32 + (bits + (LANES as u32 * log) as f32) / 8.0;
     tans.min(1.0 + n as f32)
+}
+
+/// The symbol count, the byte count and the information content in bits (order 0) of a
+/// stream of these counts: what a table of its own codes it in, near enough to choose.
+fn information(counts: &Histogram) -> (usize, usize, f32) {
+    let (mut k, mut n, mut sum) = (0usize, 0usize, 0f32);
+    for &c in counts.iter().filter(|&&c| c > 0) {
+        k += 1;
+        n += c as usize;
+        sum += c as f32 * log2(c);
+    }
+    // sum c * log2(n / c) = n log2 n - sum c log2 c
+    let bits = n as f32 * log2(n as u32) - sum;
+    (k, n, bits.max(0.0))
+}
+
+/// `log2(x)`, from a table below 4096 (the counts of a chunk's stream), else computed.
+fn log2(x: u32) -> f32 {
+    static TABLE: std::sync::LazyLock<Vec<f32>> =
+        std::sync::LazyLock::new(|| (0..4096u32).map(|x| (x.max(1) as f32).log2()).collect());
+    TABLE
+        .get(x as usize)
+        .copied()
+        .unwrap_or_else(|| (x as f32).log2())
 }
 
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
@@ -797,15 +879,21 @@ pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<(
             .enumerate()
             .map(|(t, coder)| (t, 4.0 + coder.estimate(&counts)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        let log = table_log(n, k);
-        let own = Coder::new(normalize(&counts, n, log), log);
-        let own_len = 3.0 + table_len(k, log) as f32 + own.estimate(&counts);
+        let own_len = own_estimate(&counts);
         let coded = match shared {
+            // Raw by estimate: no table to build.
+            _ if own_len >= (1 + n) as f32
+                && shared.is_none_or(|(_, len)| len >= (1 + n) as f32) =>
+            {
+                false
+            }
             Some((t, len)) if len < own_len => {
                 out.extend_from_slice(&[MODE_SHARED, t as u8]);
                 tables.coders[t].encode_bits(stream, out)
             }
             _ => {
+                let log = table_log(n, k);
+                let own = Coder::new(normalize(&counts, n, log), log);
                 out.push(MODE_TANS);
                 write_table(&own.norm, log, out);
                 own.encode_bits(stream, out)
