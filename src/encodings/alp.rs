@@ -518,6 +518,15 @@ pub struct AlpEncoder {
     tables: PageTables,
 }
 
+/// With entropy coding, bit 7 of header byte 2 (the bits per integer): the integers are
+/// binned (see [`entropy::bin`]): one entropy-coded stream of bin symbols, then their low
+/// bits.
+const BINNED: u8 = 0x80;
+
+/// The page tables' kind of the integers' bin symbols (byte streams of the integers are
+/// kinds 0 to 7, of the corrections 8 to 15).
+const BIN_KIND: usize = 16;
+
 /// Where an entropy-coded chunk's streams go: coded into the chunk, or counted, a
 /// histogram per stream with its kind (byte j of the integers is kind j, byte j of the
 /// corrections kind 8 + j), while a page's tables are built.
@@ -557,9 +566,17 @@ impl AlpEncoder {
         Self { layout, ..self }
     }
 
-    /// Appends `values` of `bits` bits in this encoder's layout; entropy-coded streams of
-    /// byte j go to `sink` as kind `kind + j`.
-    fn store(&self, values: &[u64], bits: u8, out: &mut Vec<u8>, sink: &mut Sink, kind: usize) {
+    /// Appends `values` of `bits` bits in this encoder's layout: bit-packed, in byte
+    /// streams, or entropy-coded ([`store_coded`](Self::store_coded)). Returns whether
+    /// they were binned.
+    fn store(
+        &self,
+        values: &[u64],
+        bits: u8,
+        out: &mut Vec<u8>,
+        sink: &mut Sink,
+        coded: (usize, bool),
+    ) -> bool {
         match self.layout {
             IntLayout::Packed => bitpack::pack(values, bits, out),
             IntLayout::Streams => {
@@ -567,24 +584,79 @@ impl AlpEncoder {
                     out.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
                 }
             }
-            IntLayout::Entropy => {
-                let mut stream = Vec::with_capacity(values.len());
-                for j in 0..usize::from(bits).div_ceil(8) {
-                    stream.clear();
-                    stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
-                    match sink {
-                        Sink::Write => entropy::encode(&stream, &self.tables, out).expect(
-                            "a chunk of at most 65536 values makes streams the coder takes",
-                        ),
-                        Sink::Count(histograms) => {
-                            let mut counts = [0u32; 256];
-                            entropy::count(&stream, &mut counts);
-                            histograms.push((kind + j, counts));
-                        }
-                    }
-                }
+            IntLayout::Entropy => return self.store_coded(values, bits, out, sink, coded),
+        }
+        false
+    }
+
+    /// The entropy-coded layout: byte j of the values is a stream of kind `kind + j`,
+    /// coded or, with [`Sink::Count`], counted. With `may_bin` the values are binned
+    /// instead when that is smaller by estimate (their bin symbols are kind
+    /// [`BIN_KIND`]); returns whether they were.
+    fn store_coded(
+        &self,
+        values: &[u64],
+        bits: u8,
+        out: &mut Vec<u8>,
+        sink: &mut Sink,
+        (kind, may_bin): (usize, bool),
+    ) -> bool {
+        const FITS: &str = "a chunk of at most 65536 values makes streams the coder takes";
+        let lead = entropy::bin_lead(u32::from(bits));
+        let mut bin_counts = [0u32; 256];
+        let mut low_bits = 0usize;
+        if may_bin {
+            for &v in values {
+                let (symbol, low) = entropy::bin(v, lead);
+                bin_counts[usize::from(symbol)] += 1;
+                low_bits += low as usize;
             }
         }
+        let streams: Vec<(Vec<u8>, entropy::Histogram)> = (0..usize::from(bits).div_ceil(8))
+            .map(|j| {
+                let stream: Vec<u8> = values.iter().map(|v| (v >> (8 * j)) as u8).collect();
+                let mut counts = [0u32; 256];
+                entropy::count(&stream, &mut counts);
+                (stream, counts)
+            })
+            .collect();
+        let estimate = |tables: &PageTables| {
+            let split: f32 = streams
+                .iter()
+                .map(|(_, counts)| entropy::estimate(counts, tables))
+                .sum();
+            let binned = entropy::estimate(&bin_counts, tables) + low_bits.div_ceil(8) as f32;
+            may_bin && binned < split
+        };
+        if let Sink::Count(histograms) = sink {
+            // Counted as the chunk would be stored without page tables, so that the
+            // tables are built for the form the chunks take.
+            if estimate(&PageTables::default()) {
+                histograms.push((BIN_KIND, bin_counts));
+            } else {
+                histograms.extend(
+                    streams
+                        .iter()
+                        .enumerate()
+                        .map(|(j, (_, counts))| (kind + j, *counts)),
+                );
+            }
+            return false;
+        }
+        if estimate(&self.tables) {
+            let symbols: Vec<u8> = values.iter().map(|&v| entropy::bin(v, lead).0).collect();
+            entropy::encode(&symbols, &self.tables, out).expect(FITS);
+            let mut writer = entropy::BitWriter::new(out);
+            for &v in values {
+                writer.put_wide(v, entropy::bin(v, lead).1);
+            }
+            writer.finish();
+            return true;
+        }
+        for (stream, _) in &streams {
+            entropy::encode(stream, &self.tables, out).expect(FITS);
+        }
+        false
     }
 
     /// Picks the scale from a sample of the chunk: the decimal `(e, f)` or binary `k` with
@@ -915,9 +987,11 @@ impl AlpEncoder {
         if corrected {
             out.push(correction_bits);
         }
-        self.store(&stored, bits, out, sink, 0);
+        if self.store(&stored, bits, out, sink, (0, true)) {
+            out[start + 2] |= BINNED;
+        }
         if corrected {
-            self.store(&corrections, correction_bits, out, sink, 8);
+            self.store(&corrections, correction_bits, out, sink, (8, false));
         }
         for &p in &positions {
             out.extend_from_slice(&p.to_le_bytes());
@@ -936,6 +1010,38 @@ impl AlpEncoder {
         }
         Ok(ChunkStorage::Raw)
     }
+}
+
+/// Turns bin `symbols` and the low bits at the start of `low` back into integers of up to
+/// `bits` bits, written as byte streams into `streams` (stream j = byte j of each, as the
+/// byte-streams layout has them); returns the bytes of `low` taken.
+fn unbin_streams(
+    low: &[u8],
+    symbols: &[u8],
+    bits: u8,
+    streams: &mut [u8],
+) -> std::result::Result<usize, String> {
+    let bins = entropy::bin_table(u32::from(bits));
+    let mut total = 0usize;
+    for &symbol in symbols {
+        let (_, low_bits) = bins[usize::from(symbol)]
+            .ok_or_else(|| format!("bin symbol {symbol} for integers of {bits} bits"))?;
+        total += usize::from(low_bits);
+    }
+    let len = total.div_ceil(8);
+    let low = low
+        .get(..len)
+        .ok_or_else(|| format!("{len} bytes of low bits cut short"))?;
+    let mut reader = entropy::BitReader::new(low);
+    let n = symbols.len();
+    for (i, &symbol) in symbols.iter().enumerate() {
+        let (high, low_bits) = bins[usize::from(symbol)].unwrap_or_default();
+        let v = high | reader.get_wide(u32::from(low_bits));
+        for (j, stream) in streams.chunks_exact_mut(n).enumerate() {
+            stream[i] = (v >> (8 * j)) as u8;
+        }
+    }
+    Ok(len)
 }
 
 /// Decodes ALP chunks.
@@ -1016,6 +1122,9 @@ impl<'a> Chunk<'a> {
             return Err(corrupt(format!("more than {MAX_VALUES} values")));
         }
         let (e, f, bits, flags) = (chunk[0], chunk[1], chunk[2], chunk[3]);
+        // Entropy-coded, bit 7 of the bit count says the integers are binned.
+        let binned = entropy && bits & BINNED != 0;
+        let bits = if entropy { bits & !BINNED } else { bits };
         let mut pos;
         let (count, reference) = if entropy {
             pos = 4;
@@ -1130,10 +1239,19 @@ impl<'a> Chunk<'a> {
             // out as the byte-streams layout has them; what is left must be the
             // exceptions.
             scratch.clear();
-            scratch.resize(int_bytes + correction_bytes, 0);
-            for stream in scratch.chunks_exact_mut(n.max(1)) {
+            scratch.resize(int_bytes + correction_bytes + if binned { n } else { 0 }, 0);
+            let (streams, symbols) = scratch.split_at_mut(int_bytes + correction_bytes);
+            let mut coded_from = 0;
+            if binned {
+                pos += entropy::decode(&chunk[pos..], symbols, tables)?;
+                pos += unbin_streams(&chunk[pos..], symbols, bits, &mut streams[..int_bytes])
+                    .map_err(corrupt)?;
+                coded_from = int_bytes;
+            }
+            for stream in streams[coded_from..].chunks_exact_mut(n.max(1)) {
                 pos += entropy::decode(&chunk[pos..], stream, tables)?;
             }
+            scratch.truncate(int_bytes + correction_bytes);
             if chunk.len() - pos != count * (2 + float.width) {
                 return Err(corrupt(format!(
                     "{} bytes after its streams for {count} exceptions",
@@ -1576,6 +1694,59 @@ mod tests {
     /// millibars (steps of -2..2) takes little more than the steps' entropy;
     /// every prefix is corrupt, flags that contradict the layout too, and no changed
     /// byte panics.
+    #[test]
+    fn noisy_integers_are_binned() {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        for width in [4usize, 8] {
+            // Three decimals of noise on a slow trend: integers of 12 to 13 bits whose low
+            // bits are noise.
+            let values: Vec<f64> = (0..1024)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (f64::from(i) * 7.0 + (x % 5000) as f64) / 1000.0
+                })
+                .collect();
+            let bytes: Vec<u8> = if width == 8 {
+                bytes64(&values)
+            } else {
+                values
+                    .iter()
+                    .flat_map(|&v| (v as f32).to_le_bytes())
+                    .collect()
+            };
+            let encoder = AlpEncoder::try_new(width as u64 * 8)
+                .unwrap()
+                .with_layout(IntLayout::Entropy)
+                .with_chunk_values(1024)
+                .unwrap();
+            let chunk = encode(&encoder, &bytes);
+            assert_ne!(chunk[3], FLAG_PLAIN, "{width}");
+            assert_eq!(chunk[2] & BINNED, BINNED, "{width}");
+            assert_eq!(decode(width, &chunk, 1024).unwrap(), bytes, "{width}");
+            for len in 0..chunk.len() {
+                assert!(
+                    decode(width, &chunk[..len], 1024).is_err(),
+                    "{width}: {len}"
+                );
+            }
+            // Bit 7 of the bit count without entropy coding is 128 + b bits: corrupt.
+            let plain = encode(&encoder.clone().with_layout(IntLayout::Streams), &bytes);
+            let mut bad = plain.clone();
+            bad[2] |= BINNED;
+            assert!(matches!(
+                decode(width, &bad, 1024),
+                Err(Error::Corrupt { .. })
+            ));
+        }
+        // A bin symbol no integer of the chunk's width has.
+        let symbols = [255u8];
+        let mut streams = [0u8; 1];
+        assert!(unbin_streams(&[0; 16], &symbols, 8, &mut streams).is_err());
+        assert!(unbin_streams(&[], &[200], 64, &mut [0u8; 8]).is_err());
+    }
+
     #[test]
     fn entropy_coded_streams_take_the_information_content() {
         let mut x = 0x2545_F491_4F6C_DD1D_u64;

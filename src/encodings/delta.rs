@@ -94,51 +94,6 @@ const BINNED_BIT: u8 = 0x40;
 /// The page tables' kind of the bin symbol stream (the byte streams are kinds 0 to 7).
 const BINNED_KIND: usize = 8;
 
-/// Bits after the leading one that a bin holds for values of `width` bytes.
-fn bin_lead(width: usize) -> u32 {
-    if width <= 4 {
-        3
-    } else {
-        2
-    }
-}
-
-/// The bin symbol of residual `v` and how many low bits follow it.
-#[inline]
-fn bin(v: u64, lead: u32) -> (u8, u32) {
-    let b = 64 - v.leading_zeros();
-    if b <= lead + 1 {
-        return (v as u8, 0);
-    }
-    let low = b - 1 - lead;
-    let top = (v >> low) & ((1 << lead) - 1);
-    let symbol = (2u64 << lead) + u64::from(b - lead - 2) * (1 << lead) + top;
-    // At most 2^(L+1) + (8W - L - 2) * 2^L + 2^L - 1: 239 for L = 3 and W = 4, 251 for
-    // L = 2 and W = 8.
-    (symbol as u8, low)
-}
-
-/// Per bin symbol, the residual's high part and its count of low bits; `None` for
-/// symbols no residual of `width` bytes has.
-fn bin_table(width: usize) -> Vec<Option<(u64, u8)>> {
-    let lead = bin_lead(width);
-    (0..=255u32)
-        .map(|s| {
-            if s < 2 << lead {
-                return Some((u64::from(s), 0));
-            }
-            let k = s - (2 << lead);
-            let b = (k >> lead) + lead + 2;
-            if b > 8 * width as u32 {
-                return None;
-            }
-            let top = u64::from(k & ((1 << lead) - 1));
-            let low = b - 1 - lead;
-            Some((((1 << lead) | top) << low, low as u8))
-        })
-        .collect()
-}
-
 /// Smallest entropy-coded chunk: the order byte and a constant bin stream.
 const MIN_CODED_BYTES: usize = 3;
 
@@ -402,11 +357,11 @@ impl MiniBlockCompressor for DeltaEncoder {
         let start = out.len();
         let n = values.len() / width;
         // Byte streams or bins, whichever the estimates say is smaller: only it is coded.
-        let lead = bin_lead(width);
+        let lead = entropy::bin_lead(8 * width as u32);
         let mut bin_counts = [0u32; 256];
         let mut low_bits = 0usize;
         for word in scratch.chunks_exact(width) {
-            let (symbol, extra) = bin(by_width!(width, read_word(word)), lead);
+            let (symbol, extra) = entropy::bin(by_width!(width, read_word(word)), lead);
             bin_counts[usize::from(symbol)] += 1;
             low_bits += extra as usize;
         }
@@ -426,7 +381,7 @@ impl MiniBlockCompressor for DeltaEncoder {
             let mut bits = entropy::BitWriter::new(&mut low);
             for word in scratch.chunks_exact(width) {
                 let v = by_width!(width, read_word(word));
-                let (symbol, extra) = bin(v, lead);
+                let (symbol, extra) = entropy::bin(v, lead);
                 symbols.push(symbol);
                 bits.put_wide(v, extra);
             }
@@ -458,20 +413,33 @@ impl MiniBlockCompressor for DeltaEncoder {
             super::sample_chunks(values, width, self.shape.chunk_values, TABLE_SAMPLE_CHUNKS)?;
         let mut streams: Vec<KindHistogram> = Vec::new();
         let (mut scratch, mut split) = (Vec::new(), Vec::new());
+        let none = PageTables::default();
         for chunk in sample {
             self.split_residuals(chunk, &mut scratch, &mut split);
-            for (j, stream) in split.chunks_exact((chunk.len() / width).max(1)).enumerate() {
-                let mut counts = [0u32; 256];
-                entropy::count(stream, &mut counts);
-                streams.push((j, counts));
-            }
-            let lead = bin_lead(width);
-            let mut counts = [0u32; 256];
+            let lead = entropy::bin_lead(8 * width as u32);
+            let mut bin_counts = [0u32; 256];
+            let mut low_bits = 0usize;
             for word in scratch.chunks_exact(width) {
-                let (symbol, _) = bin(by_width!(width, read_word(word)), lead);
-                counts[usize::from(symbol)] += 1;
+                let (symbol, low) = entropy::bin(by_width!(width, read_word(word)), lead);
+                bin_counts[usize::from(symbol)] += 1;
+                low_bits += low as usize;
             }
-            streams.push((BINNED_KIND, counts));
+            let split: Vec<entropy::Histogram> = split
+                .chunks_exact((chunk.len() / width).max(1))
+                .map(|stream| {
+                    let mut counts = [0u32; 256];
+                    entropy::count(stream, &mut counts);
+                    counts
+                })
+                .collect();
+            // Counted in the form the chunk takes without page tables, so that the
+            // tables are built for the form the chunks take.
+            let split_len: f32 = split.iter().map(|c| entropy::estimate(c, &none)).sum();
+            if entropy::estimate(&bin_counts, &none) + (low_bits.div_ceil(8) as f32) < split_len {
+                streams.push((BINNED_KIND, bin_counts));
+            } else {
+                streams.extend(split.into_iter().enumerate());
+            }
         }
         let tables = PageTables::from_streams(&streams, scale);
         if tables.is_empty() {
@@ -521,7 +489,7 @@ impl DeltaDecompressor {
             entropy_coded: delta.entropy_coded,
             tables: PageTables::parse(&delta.page_tables)?,
             bins: if delta.entropy_coded {
-                bin_table(width)
+                entropy::bin_table(8 * width as u32)
             } else {
                 Vec::new()
             },
@@ -823,19 +791,21 @@ mod tests {
         assert!(coded.len() < smooth.len() / 4, "{}", coded.len());
     }
 
-    /// Noise of a few bits on a slow trend takes the binned form and comes back; a bin symbol no residual of the width has, and low bits one byte too
-    /// few or too many, are corrupt.
+    /// Noise of varying magnitude on a slow trend takes the binned form and comes back; a
+    /// bin symbol no residual of the width has, and low bits one byte too few or too
+    /// many, are corrupt.
     #[test]
     fn noisy_residuals_are_binned() {
         let mut x = 0x2545_F491_4F6C_DD1D_u64;
-        // One-byte values have a single stream, which codes them as well as bins do.
-        for width in [2usize, 4, 8] {
+        // Narrower values have one or two streams, which code them about as well as bins.
+        for width in [4usize, 8] {
             let values: Vec<u8> = (0..1024u64)
                 .flat_map(|i| {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    let noise = x % (1 << (8 * width - 4).min(20));
+                    // Magnitudes spread over 4 to 20 bits, as measurement noise is.
+                    let noise = (x % (1 << 20)) >> ((x >> 40) % 16);
                     (i * 3 + noise).to_le_bytes()[..width].to_vec()
                 })
                 .collect();

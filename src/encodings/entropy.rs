@@ -738,6 +738,55 @@ fn log2(x: u32) -> f32 {
         .unwrap_or_else(|| (x as f32).log2())
 }
 
+/// Bits after the leading one that a bin holds for integers of up to `bits` bits: 3 up
+/// to 32 bits, 2 above, so that every bin symbol fits a byte.
+pub(crate) fn bin_lead(bits: u32) -> u32 {
+    if bits <= 32 {
+        3
+    } else {
+        2
+    }
+}
+
+/// The bin symbol of `v` and how many low bits follow it: `v` itself below
+/// `2^(lead + 1)`, else `2^(lead+1) + (b - lead - 2) * 2^lead + top` for `v` of `b`
+/// significant bits whose `lead` bits after the leading one are `top`, followed by its
+/// `b - 1 - lead` low bits.
+#[inline]
+pub(crate) fn bin(v: u64, lead: u32) -> (u8, u32) {
+    let b = 64 - v.leading_zeros();
+    if b <= lead + 1 {
+        return (v as u8, 0);
+    }
+    let low = b - 1 - lead;
+    let top = (v >> low) & ((1 << lead) - 1);
+    let symbol = (2u64 << lead) + u64::from(b - lead - 2) * (1 << lead) + top;
+    // At most 2^(L+1) + (bits - L - 2) * 2^L + 2^L - 1: 239 for L = 3 and 32 bits, 251
+    // for L = 2 and 64 bits.
+    (symbol as u8, low)
+}
+
+/// Per bin symbol, the high part of the integer and its count of low bits; `None` for
+/// symbols no integer of up to `bits` bits has.
+pub(crate) fn bin_table(bits: u32) -> Vec<Option<(u64, u8)>> {
+    let lead = bin_lead(bits);
+    (0..=255u32)
+        .map(|s| {
+            if s < 2 << lead {
+                return Some((u64::from(s), 0));
+            }
+            let k = s - (2 << lead);
+            let b = (k >> lead) + lead + 2;
+            if b > bits {
+                return None;
+            }
+            let top = u64::from(k & ((1 << lead) - 1));
+            let low = b - 1 - lead;
+            Some((((1 << lead) | top) << low, low as u8))
+        })
+        .collect()
+}
+
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
 /// a constant, raw, a table of its own and the best page table of `tables`.
 pub fn estimate(counts: &Histogram, tables: &PageTables) -> f32 {
