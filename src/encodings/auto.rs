@@ -97,6 +97,12 @@ const SECOND_MIN_WINDOWS: usize = 4;
 /// Stage 2 runs when the second smallest is within this factor of the smallest.
 const CLOSE: f64 = 1.08;
 
+/// Stage 2 over every chunk of a small page, favouring size, runs when the second
+/// smallest is within this factor: a few windows of a small page (one 8 KiB window of
+/// hourly weather in 64 KiB chunks) can miss by more than [`CLOSE`], and the whole page
+/// costs little to try.
+const CLOSE_SMALL: f64 = 1.15;
+
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;
 
@@ -480,12 +486,23 @@ impl AutoChooser {
                 same_family || (self.min_gain == 0.0 && (rb > ra * NEAR_TIE || !lz4_and_zstd));
             // A small page has no larger eighth than its first sample: favouring size, a
             // close call there is settled on every window of the page.
-            let second = if second.len() <= first.len() && self.min_gain == 0.0 {
-                self.windows(num_values, 1, usize::MAX, usize::MAX)?
+            let whole_page = second.len() <= first.len() && self.min_gain == 0.0;
+            let (second, close) = if whole_page {
+                // Every chunk, whole: exact sizes (a 16 KiB window of a 64 KiB chunk
+                // tells little of what Zstd makes of the chunk).
+                let plan = ChunkPlan::new(num_values, self.chunk_values)?;
+                let chunks = (0..plan.num_chunks())
+                    .map(|chunk| Window {
+                        chunk,
+                        rows: plan.chunk(chunk).0,
+                        whole: true,
+                    })
+                    .collect();
+                (chunks, CLOSE_SMALL)
             } else {
-                second
+                (second, CLOSE)
             };
-            if refine && rb <= ra * CLOSE && second.len() > first.len() {
+            if refine && rb <= ra * close && trial.bytes(&second) > trial.bytes(&first) {
                 let mut drift = 0.0;
                 for (i, before) in [(a, ra), (b, rb)] {
                     let (encoding, compressor) = compressors[i];
