@@ -575,7 +575,7 @@ impl Decoder {
     }
 }
 
-/// Symbol counts of one kind of stream, summed over the streams a page's sample made.
+/// How often each byte value occurs in a stream.
 pub type Histogram = [u32; 256];
 
 /// Adds the bytes of `stream` to `histogram`.
