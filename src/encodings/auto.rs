@@ -13,6 +13,7 @@
 //!   alp+lz4, alp+ans and alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
+//! - a page of at most 64 KiB is tried whole, every candidate on every chunk;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
 //!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
@@ -87,6 +88,9 @@ const FIRST_SAMPLE_EVERY: usize = 32;
 /// has them): with 16 KiB windows, 1/32 of a 1 MiB page is only two, too few to tell ALP
 /// from Zstd.
 const FIRST_MIN_WINDOWS: usize = 4;
+
+/// Pages of at most this many bytes are tried whole, every candidate on every chunk.
+const EXACT_PAGE_BYTES: usize = 64 * 1024;
 
 /// Stage 2 tries one window per this many.
 const SECOND_SAMPLE_EVERY: usize = 8;
@@ -403,7 +407,14 @@ impl AutoChooser {
         } else {
             1
         };
-        let first = self.windows(num_values, FIRST_SAMPLE_EVERY, min_windows, usize::MAX)?;
+        // A small page is tried whole, chunk by chunk: exact, and cheap at its size (a
+        // window of a chunk that holds the whole page can mislead ALP's exponents and
+        // Zstd's matches alike).
+        let first = if values.len() <= EXACT_PAGE_BYTES {
+            self.whole_chunks(num_values)?
+        } else {
+            self.windows(num_values, FIRST_SAMPLE_EVERY, min_windows, usize::MAX)?
+        };
         let mut estimates: Vec<(Encoding, Option<f64>)> =
             self.compressors.iter().map(|(e, _)| (*e, None)).collect();
         // Candidates that learn from the page are made for it once, and tried as made.
@@ -490,15 +501,7 @@ impl AutoChooser {
             let (second, close) = if whole_page {
                 // Every chunk, whole: exact sizes (a 16 KiB window of a 64 KiB chunk
                 // tells little of what Zstd makes of the chunk).
-                let plan = ChunkPlan::new(num_values, self.chunk_values)?;
-                let chunks = (0..plan.num_chunks())
-                    .map(|chunk| Window {
-                        chunk,
-                        rows: plan.chunk(chunk).0,
-                        whole: true,
-                    })
-                    .collect();
-                (chunks, CLOSE_SMALL)
+                (self.whole_chunks(num_values)?, CLOSE_SMALL)
             } else {
                 (second, CLOSE)
             };
@@ -538,6 +541,18 @@ impl AutoChooser {
             encoded_chunks,
             page_compressor: page_compressors[index].take(),
         })
+    }
+
+    /// Every chunk of a page of `num_values`, whole.
+    fn whole_chunks(&self, num_values: usize) -> Result<Vec<Window>> {
+        let plan = ChunkPlan::new(num_values, self.chunk_values)?;
+        Ok((0..plan.num_chunks())
+            .map(|chunk| Window {
+                chunk,
+                rows: plan.chunk(chunk).0,
+                whole: true,
+            })
+            .collect())
     }
 
     /// Values per trial window on a page of `num_values`: a whole chunk, or at most
