@@ -519,8 +519,8 @@ pub struct AlpEncoder {
 }
 
 /// With entropy coding, bit 7 of header byte 2 (the bits per integer): the integers are
-/// binned (see [`entropy::bin`]): one entropy-coded stream of bin symbols, then their low
-/// bits.
+/// binned ([`entropy::encode_binned`]): one entropy-coded stream of bin symbols, then
+/// their low bits.
 const BINNED: u8 = 0x80;
 
 /// The page tables' kind of the integers' bin symbols (byte streams of the integers are
@@ -602,59 +602,21 @@ impl AlpEncoder {
         (kind, may_bin): (usize, bool),
     ) -> bool {
         const FITS: &str = "a chunk of at most 65536 values makes streams the coder takes";
-        let lead = entropy::bin_lead(u32::from(bits));
-        let mut bin_counts = [0u32; 256];
-        let mut low_bits = 0usize;
-        if may_bin {
-            for &v in values {
-                let (symbol, low) = entropy::bin(v, lead);
-                bin_counts[usize::from(symbol)] += 1;
-                low_bits += low as usize;
-            }
-        }
-        let streams: Vec<(Vec<u8>, entropy::Histogram)> = (0..usize::from(bits).div_ceil(8))
-            .map(|j| {
-                let stream: Vec<u8> = values.iter().map(|v| (v >> (8 * j)) as u8).collect();
-                let mut counts = [0u32; 256];
-                entropy::count(&stream, &mut counts);
-                (stream, counts)
-            })
-            .collect();
-        let estimate = |tables: &PageTables| {
-            let split: f32 = streams
-                .iter()
-                .map(|(_, counts)| entropy::estimate(counts, tables))
-                .sum();
-            let binned = entropy::estimate(&bin_counts, tables) + low_bits.div_ceil(8) as f32;
-            may_bin && binned < split
-        };
+        let bits = u32::from(bits);
+        let forms = entropy::IntForms::count(values.iter().copied(), bits);
         if let Sink::Count(histograms) = sink {
-            // Counted as the chunk would be stored without page tables, so that the
-            // tables are built for the form the chunks take.
-            if estimate(&PageTables::default()) {
-                histograms.push((BIN_KIND, bin_counts));
-            } else {
-                histograms.extend(
-                    streams
-                        .iter()
-                        .enumerate()
-                        .map(|(j, (_, counts))| (kind + j, *counts)),
-                );
-            }
+            forms.chosen_histograms(kind, may_bin.then_some(BIN_KIND), histograms);
             return false;
         }
-        if estimate(&self.tables) {
-            let symbols: Vec<u8> = values.iter().map(|&v| entropy::bin(v, lead).0).collect();
-            entropy::encode(&symbols, &self.tables, out).expect(FITS);
-            let mut writer = entropy::BitWriter::new(out);
-            for &v in values {
-                writer.put_wide(v, entropy::bin(v, lead).1);
-            }
-            writer.finish();
+        if may_bin && forms.binned_is_smaller(&self.tables) {
+            entropy::encode_binned(values.iter().copied(), bits, &self.tables, out).expect(FITS);
             return true;
         }
-        for (stream, _) in &streams {
-            entropy::encode(stream, &self.tables, out).expect(FITS);
+        let mut stream = Vec::with_capacity(values.len());
+        for j in 0..bits.div_ceil(8) {
+            stream.clear();
+            stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
+            entropy::encode(&stream, &self.tables, out).expect(FITS);
         }
         false
     }
@@ -1012,38 +974,6 @@ impl AlpEncoder {
     }
 }
 
-/// Turns bin `symbols` and the low bits at the start of `low` back into integers of up to
-/// `bits` bits, written as byte streams into `streams` (stream j = byte j of each, as the
-/// byte-streams layout has them); returns the bytes of `low` taken.
-fn unbin_streams(
-    low: &[u8],
-    symbols: &[u8],
-    bits: u8,
-    streams: &mut [u8],
-) -> std::result::Result<usize, String> {
-    let bins = entropy::bin_table(u32::from(bits));
-    let mut total = 0usize;
-    for &symbol in symbols {
-        let (_, low_bits) = bins[usize::from(symbol)]
-            .ok_or_else(|| format!("bin symbol {symbol} for integers of {bits} bits"))?;
-        total += usize::from(low_bits);
-    }
-    let len = total.div_ceil(8);
-    let low = low
-        .get(..len)
-        .ok_or_else(|| format!("{len} bytes of low bits cut short"))?;
-    let mut reader = entropy::BitReader::new(low);
-    let n = symbols.len();
-    for (i, &symbol) in symbols.iter().enumerate() {
-        let (high, low_bits) = bins[usize::from(symbol)].unwrap_or_default();
-        let v = high | reader.get_wide(u32::from(low_bits));
-        for (j, stream) in streams.chunks_exact_mut(n).enumerate() {
-            stream[i] = (v >> (8 * j)) as u8;
-        }
-    }
-    Ok(len)
-}
-
 /// Decodes ALP chunks.
 #[derive(Debug, Clone)]
 pub struct AlpDecompressor {
@@ -1243,9 +1173,19 @@ impl<'a> Chunk<'a> {
             let (streams, symbols) = scratch.split_at_mut(int_bytes + correction_bytes);
             let mut coded_from = 0;
             if binned {
-                pos += entropy::decode(&chunk[pos..], symbols, tables)?;
-                pos += unbin_streams(&chunk[pos..], symbols, bits, &mut streams[..int_bytes])
-                    .map_err(corrupt)?;
+                // Back into the byte streams' layout: stream j = byte j of each integer.
+                let ints = &mut streams[..int_bytes];
+                pos += entropy::decode_binned(
+                    &chunk[pos..],
+                    symbols,
+                    u32::from(bits),
+                    tables,
+                    |i, v| {
+                        for (j, byte) in ints.iter_mut().skip(i).step_by(n).enumerate() {
+                            *byte = (v >> (8 * j)) as u8;
+                        }
+                    },
+                )?;
                 coded_from = int_bytes;
             }
             for stream in streams[coded_from..].chunks_exact_mut(n.max(1)) {
@@ -1740,11 +1680,10 @@ mod tests {
                 Err(Error::Corrupt { .. })
             ));
         }
-        // A bin symbol no integer of the chunk's width has.
-        let symbols = [255u8];
-        let mut streams = [0u8; 1];
-        assert!(unbin_streams(&[0; 16], &symbols, 8, &mut streams).is_err());
-        assert!(unbin_streams(&[], &[200], 64, &mut [0u8; 8]).is_err());
+        // A bin symbol no integer of 8 bits has; low bits cut short (raw symbol streams).
+        let none = PageTables::default();
+        assert!(entropy::decode_binned(&[0, 255], &mut [0], 8, &none, |_, _| {}).is_err());
+        assert!(entropy::decode_binned(&[0, 200], &mut [0], 64, &none, |_, _| {}).is_err());
     }
 
     #[test]

@@ -187,23 +187,24 @@ fn order_costs<W: Word>(values: &[u8]) -> [u64; 2] {
     cost
 }
 
-/// Writes the residual of each bin symbol (all of them bins of `W`, checked) and its low
-/// bits from `reader` into `out`, value after value.
+/// Decodes binned residuals from the start of `input` into `out`, value after value,
+/// with `symbols` (one byte per value) as working space; returns the bytes taken.
 fn unbin<W: Word>(
-    symbols: &[u8],
-    bins: &[Option<(u64, u8)>],
-    reader: &mut entropy::BitReader,
+    input: &[u8],
+    symbols: &mut [u8],
+    tables: &PageTables,
     out: &mut [u8],
-) {
-    for (&symbol, word) in symbols.iter().zip(out.chunks_exact_mut(W::BYTES)) {
-        let (high, bits) = bins[usize::from(symbol)].unwrap_or_default();
-        W::write(high | reader.get_wide(u32::from(bits)), word);
-    }
+) -> Result<usize> {
+    entropy::decode_binned(input, symbols, 8 * W::BYTES as u32, tables, |i, v| {
+        W::write(v, &mut out[i * W::BYTES..(i + 1) * W::BYTES]);
+    })
 }
 
-/// Value `bytes` (one value) as an integer.
-fn read_word<W: Word>(bytes: &[u8]) -> u64 {
-    W::read(bytes)
+/// A value of up to 8 bytes, little-endian, as an integer.
+fn read_le(bytes: &[u8]) -> u64 {
+    let mut word = [0u8; 8];
+    word[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(word)
 }
 
 /// Writes the zigzag residuals of `order` (1 or 2) of `values` into `out`, value by value.
@@ -301,16 +302,14 @@ impl DeltaEncoder {
         }
     }
 
-    /// The order and the byte-stream split residuals of a chunk, into `split`.
-    fn split_residuals(&self, values: &[u8], scratch: &mut Vec<u8>, split: &mut Vec<u8>) -> u8 {
+    /// The order of a chunk and its zigzag residuals, value after value, into `scratch`.
+    fn residuals_of(&self, values: &[u8], scratch: &mut Vec<u8>) -> u8 {
         let width = self.shape.width;
         let [first, second] = by_width!(width, order_costs(values));
         let order = if second < first { 2 } else { 1 };
         scratch.clear();
         scratch.resize(values.len(), 0);
         by_width!(width, residuals(values, order, scratch));
-        split.clear();
-        kernels::split_append(scratch, split, width);
         order
     }
 }
@@ -342,63 +341,32 @@ impl MiniBlockCompressor for DeltaEncoder {
     ) -> Result<ChunkStorage> {
         self.shape.check_chunk(values)?;
         let width = self.shape.width;
-        if !self.entropy_coded {
-            let [first, second] = by_width!(width, order_costs(values));
-            let order = if second < first { 2 } else { 1 };
-            scratch.clear();
-            scratch.resize(values.len(), 0);
-            by_width!(width, residuals(values, order, scratch));
-            out.push(order);
-            kernels::split_append(scratch, out, width);
-            return Ok(ChunkStorage::Raw);
-        }
-        let mut split = Vec::with_capacity(values.len());
-        let order = self.split_residuals(values, scratch, &mut split);
+        let order = self.residuals_of(values, scratch);
         let start = out.len();
-        let n = values.len() / width;
-        // Byte streams or bins, whichever the estimates say is smaller: only it is coded.
-        let lead = entropy::bin_lead(8 * width as u32);
-        let mut bin_counts = [0u32; 256];
-        let mut low_bits = 0usize;
-        for word in scratch.chunks_exact(width) {
-            let (symbol, extra) = entropy::bin(by_width!(width, read_word(word)), lead);
-            bin_counts[usize::from(symbol)] += 1;
-            low_bits += extra as usize;
-        }
-        let binned = entropy::estimate(&bin_counts, &self.tables) + low_bits.div_ceil(8) as f32;
-        let streams: f32 = split
-            .chunks_exact(n.max(1))
-            .map(|stream| {
-                let mut counts = [0u32; 256];
-                entropy::count(stream, &mut counts);
-                entropy::estimate(&counts, &self.tables)
-            })
-            .sum();
-        if binned < streams {
-            out.push(order | ENTROPY_BIT | BINNED_BIT);
-            let mut symbols = Vec::with_capacity(n);
-            let mut low = Vec::with_capacity(low_bits.div_ceil(8));
-            let mut bits = entropy::BitWriter::new(&mut low);
-            for word in scratch.chunks_exact(width) {
-                let v = by_width!(width, read_word(word));
-                let (symbol, extra) = entropy::bin(v, lead);
-                symbols.push(symbol);
-                bits.put_wide(v, extra);
+        if self.entropy_coded {
+            // Byte streams or bins, whichever the estimates say is smaller: only it is
+            // coded.
+            let bits = 8 * width as u32;
+            let words = scratch.chunks_exact(width).map(read_le);
+            let forms = entropy::IntForms::count(words.clone(), bits);
+            if forms.binned_is_smaller(&self.tables) {
+                out.push(order | ENTROPY_BIT | BINNED_BIT);
+                entropy::encode_binned(words, bits, &self.tables, out)?;
+            } else {
+                out.push(order | ENTROPY_BIT);
+                let mut split = Vec::with_capacity(values.len());
+                kernels::split_append(scratch, &mut split, width);
+                for stream in split.chunks_exact((values.len() / width).max(1)) {
+                    entropy::encode(stream, &self.tables, out)?;
+                }
             }
-            bits.finish();
-            entropy::encode(&symbols, &self.tables, out)?;
-            out.extend_from_slice(&low);
-        } else {
-            out.push(order | ENTROPY_BIT);
-            for stream in split.chunks_exact(n.max(1)) {
-                entropy::encode(stream, &self.tables, out)?;
+            if out.len() - start < HEADER_BYTES + values.len() {
+                return Ok(ChunkStorage::Raw);
             }
-        }
-        if out.len() - start >= HEADER_BYTES + values.len() {
             out.truncate(start);
-            out.push(order);
-            out.extend_from_slice(&split);
         }
+        out.push(order);
+        kernels::split_append(scratch, out, width);
         Ok(ChunkStorage::Raw)
     }
 
@@ -412,34 +380,11 @@ impl MiniBlockCompressor for DeltaEncoder {
         let (sample, scale) =
             super::sample_chunks(values, width, self.shape.chunk_values, TABLE_SAMPLE_CHUNKS)?;
         let mut streams: Vec<KindHistogram> = Vec::new();
-        let (mut scratch, mut split) = (Vec::new(), Vec::new());
-        let none = PageTables::default();
+        let mut scratch = Vec::new();
         for chunk in sample {
-            self.split_residuals(chunk, &mut scratch, &mut split);
-            let lead = entropy::bin_lead(8 * width as u32);
-            let mut bin_counts = [0u32; 256];
-            let mut low_bits = 0usize;
-            for word in scratch.chunks_exact(width) {
-                let (symbol, low) = entropy::bin(by_width!(width, read_word(word)), lead);
-                bin_counts[usize::from(symbol)] += 1;
-                low_bits += low as usize;
-            }
-            let split: Vec<entropy::Histogram> = split
-                .chunks_exact((chunk.len() / width).max(1))
-                .map(|stream| {
-                    let mut counts = [0u32; 256];
-                    entropy::count(stream, &mut counts);
-                    counts
-                })
-                .collect();
-            // Counted in the form the chunk takes without page tables, so that the
-            // tables are built for the form the chunks take.
-            let split_len: f32 = split.iter().map(|c| entropy::estimate(c, &none)).sum();
-            if entropy::estimate(&bin_counts, &none) + (low_bits.div_ceil(8) as f32) < split_len {
-                streams.push((BINNED_KIND, bin_counts));
-            } else {
-                streams.extend(split.into_iter().enumerate());
-            }
+            self.residuals_of(chunk, &mut scratch);
+            entropy::IntForms::count(scratch.chunks_exact(width).map(read_le), 8 * width as u32)
+                .chosen_histograms(0, Some(BINNED_KIND), &mut streams);
         }
         let tables = PageTables::from_streams(&streams, scale);
         if tables.is_empty() {
@@ -459,17 +404,18 @@ pub struct DeltaDecompressor {
     /// Whether chunks may carry entropy-coded streams, and the page's tables for them.
     entropy_coded: bool,
     tables: PageTables,
-    /// Per bin symbol, the residual's high part and low bit count (empty unless
-    /// entropy-coded).
-    bins: Vec<Option<(u64, u8)>>,
 }
 
-/// A chunk's residuals as parsed: byte-stream split (in the chunk or decoded into
-/// scratch), or bin symbols (decoded into scratch) and their low bits.
+/// How a chunk's residuals are stored, as its order byte says; each holds the bytes
+/// after the order byte.
 #[derive(Clone, Copy)]
 enum Residuals<'c> {
+    /// Byte-stream split, as they are (exactly `n * W` bytes, checked).
     Split(&'c [u8]),
-    Binned { symbols: &'c [u8], low: &'c [u8] },
+    /// Entropy-coded byte streams.
+    Streams(&'c [u8]),
+    /// Entropy-coded bins.
+    Binned(&'c [u8]),
 }
 
 impl DeltaDecompressor {
@@ -488,22 +434,16 @@ impl DeltaDecompressor {
             width,
             entropy_coded: delta.entropy_coded,
             tables: PageTables::parse(&delta.page_tables)?,
-            bins: if delta.entropy_coded {
-                entropy::bin_table(8 * width as u32)
-            } else {
-                Vec::new()
-            },
         })
     }
 
-    /// The order and residual bytes, byte-stream split, of a raw chunk of `num_values`
-    /// values, checked; entropy-coded streams are decoded into `scratch`.
+    /// The order of a raw chunk of `num_values` values and how its residuals are stored,
+    /// checked as far as the order byte and (stored as they are) the length go.
     fn parse<'c>(
         &self,
         chunk: &'c [u8],
         num_values: usize,
         storage: ChunkStorage,
-        scratch: &'c mut Vec<u8>,
     ) -> Result<(u8, Residuals<'c>)> {
         if storage != ChunkStorage::Raw {
             return Err(Error::corrupt(
@@ -511,83 +451,76 @@ impl DeltaDecompressor {
             ));
         }
         let len = checked_len(num_values, self.width)?;
-        if let Some((&byte, mut rest)) = chunk.split_first() {
-            if byte & ENTROPY_BIT != 0 && self.entropy_coded {
-                let order = byte & !(ENTROPY_BIT | BINNED_BIT);
-                if order != 1 && order != 2 {
-                    return Err(Error::corrupt(format!(
-                        "delta chunk of order {order} (1 or 2 expected)"
-                    )));
-                }
-                if byte & BINNED_BIT != 0 {
-                    scratch.clear();
-                    scratch.resize(num_values, 0);
-                    let used = entropy::decode(rest, scratch, &self.tables)?;
-                    return Ok((
-                        order,
-                        Residuals::Binned {
-                            symbols: &scratch[..],
-                            low: &rest[used..],
-                        },
-                    ));
-                }
-                scratch.clear();
-                scratch.resize(len, 0);
-                for stream in scratch.chunks_exact_mut(num_values.max(1)) {
-                    let used = entropy::decode(rest, stream, &self.tables)?;
-                    rest = &rest[used..];
-                }
-                if !rest.is_empty() {
-                    return Err(Error::corrupt(format!(
-                        "delta chunk of {num_values} values: {} bytes after its streams",
-                        rest.len()
-                    )));
-                }
-                return Ok((order, Residuals::Split(&scratch[..])));
-            }
-        }
-        match chunk.split_first() {
-            Some((&order @ (1 | 2), residuals)) if residuals.len() == len => {
-                Ok((order, Residuals::Split(residuals)))
-            }
-            Some((&order, _)) if order != 1 && order != 2 => Err(Error::corrupt(format!(
+        let Some((&byte, rest)) = chunk.split_first() else {
+            return Err(Error::corrupt(format!(
+                "delta chunk of {num_values} values is empty"
+            )));
+        };
+        let coded = byte & ENTROPY_BIT != 0 && self.entropy_coded;
+        let order = if coded {
+            byte & !(ENTROPY_BIT | BINNED_BIT)
+        } else {
+            byte
+        };
+        if order != 1 && order != 2 {
+            return Err(Error::corrupt(format!(
                 "delta chunk of order {order} (1 or 2 expected)"
-            ))),
-            _ => Err(Error::corrupt(format!(
+            )));
+        }
+        if coded {
+            return Ok((
+                order,
+                if byte & BINNED_BIT != 0 {
+                    Residuals::Binned(rest)
+                } else {
+                    Residuals::Streams(rest)
+                },
+            ));
+        }
+        if rest.len() != len {
+            return Err(Error::corrupt(format!(
                 "delta chunk of {num_values} values must hold {} bytes, found {}",
                 HEADER_BYTES + len,
                 chunk.len()
-            ))),
+            )));
         }
+        Ok((order, Residuals::Split(rest)))
     }
-}
 
-impl DeltaDecompressor {
-    /// Writes the residuals, value after value, into `out` (exactly their bytes).
-    fn residuals_into(&self, residuals: Residuals, out: &mut [u8]) -> Result<()> {
-        let (symbols, low) = match residuals {
+    /// Writes the residuals of a chunk of `num_values` values, value after value, into
+    /// `out` (exactly their bytes), decoding through `scratch`.
+    fn residuals_into(
+        &self,
+        residuals: Residuals,
+        num_values: usize,
+        scratch: &mut Vec<u8>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let left = match residuals {
             Residuals::Split(split) => {
                 kernels::unsplit(split, out, self.width);
                 return Ok(());
             }
-            Residuals::Binned { symbols, low } => (symbols, low),
+            Residuals::Streams(mut rest) => {
+                scratch.clear();
+                scratch.resize(out.len(), 0);
+                for stream in scratch.chunks_exact_mut(num_values.max(1)) {
+                    let used = entropy::decode(rest, stream, &self.tables)?;
+                    rest = &rest[used..];
+                }
+                kernels::unsplit(scratch, out, self.width);
+                rest.len()
+            }
+            Residuals::Binned(rest) => {
+                scratch.clear();
+                scratch.resize(num_values, 0);
+                let used = by_width!(self.width, unbin(rest, scratch, &self.tables, out))?;
+                rest.len() - used
+            }
         };
-        let corrupt = |what: String| Error::corrupt(format!("binned delta chunk: {what}"));
-        if let Some(&symbol) = symbols
-            .iter()
-            .find(|&&s| self.bins[usize::from(s)].is_none())
-        {
-            return Err(corrupt(format!(
-                "symbol {symbol} is no bin of {}-byte values",
-                self.width
-            )));
-        }
-        let mut reader = entropy::BitReader::new(low);
-        by_width!(self.width, unbin(symbols, &self.bins, &mut reader, out));
-        if !reader.ended_exactly() {
-            return Err(corrupt(format!(
-                "{} bytes of low bits, not what its bins take",
-                low.len()
+        if left != 0 {
+            return Err(Error::corrupt(format!(
+                "delta chunk of {num_values} values: {left} bytes after its residuals"
             )));
         }
         Ok(())
@@ -633,8 +566,8 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
         check_output(out, num_values, self.width)?;
-        let (order, residuals) = self.parse(chunk, num_values, storage, scratch)?;
-        self.residuals_into(residuals, out)?;
+        let (order, residuals) = self.parse(chunk, num_values, storage)?;
+        self.residuals_into(residuals, num_values, scratch, out)?;
         by_width!(self.width, undo(out, order));
         Ok(())
     }
@@ -647,13 +580,14 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         out: &mut MutableBuffer,
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let (order, residuals) = self.parse(chunk, num_values, storage, scratch)?;
+        let (order, residuals) = self.parse(chunk, num_values, storage)?;
         let start = out.len();
         match residuals {
             Residuals::Split(split) => kernels::unsplit_append(split, out, self.width),
-            binned @ Residuals::Binned { .. } => {
+            coded => {
                 out.extend_zeros(checked_len(num_values, self.width)?);
-                self.residuals_into(binned, &mut out.as_slice_mut()[start..])?;
+                let out = &mut out.as_slice_mut()[start..];
+                self.residuals_into(coded, num_values, scratch, out)?;
             }
         }
         by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));

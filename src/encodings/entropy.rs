@@ -298,12 +298,6 @@ impl<'a> BitReader<'a> {
         }
     }
 
-    /// Whether every byte was read, and nothing past the end (the last byte's unread
-    /// bits are padding).
-    pub(crate) fn ended_exactly(&self) -> bool {
-        self.used_within(self.bytes.len())
-    }
-
     /// Bits taken so far, zeros past the end included.
     fn used(&self) -> usize {
         self.at * 8 + self.phantom - self.len as usize
@@ -586,11 +580,15 @@ pub fn count(stream: &[u8], histogram: &mut Histogram) {
 }
 
 /// The tables a page's chunks share: built by the encoder from histograms of the page's
-/// streams, carried as bytes in the page's encoding, and parsed (validated) once per page
-/// by the decoder.
+/// streams (ready to encode with), carried as bytes in the page's encoding, and parsed
+/// (validated) once per page by the decoder (ready to decode with).
 #[derive(Debug, Clone, Default)]
 pub struct PageTables {
+    /// Each table's symbols and counts, and its log.
+    norms: Vec<(Vec<(u8, u32)>, u32)>,
+    /// Built by [`from_streams`](Self::from_streams) only.
     coders: Vec<Coder>,
+    /// Built by [`parse`](Self::parse) only.
     decoders: Vec<Decoder>,
 }
 
@@ -642,40 +640,38 @@ impl PageTables {
                 break;
             }
         }
-        Self::new(tables)
+        Self::for_encoding(tables)
     }
 
-    fn new(tables: Vec<(Vec<(u8, u32)>, u32)>) -> Self {
+    fn for_encoding(norms: Vec<(Vec<(u8, u32)>, u32)>) -> Self {
         Self {
-            decoders: tables
+            coders: norms
                 .iter()
-                .map(|(norm, log)| Decoder::new(norm, *log))
+                .map(|(norm, log)| Coder::new(norm.clone(), *log).with_costs())
                 .collect(),
-            coders: tables
-                .into_iter()
-                .map(|(norm, log)| Coder::new(norm, log).with_costs())
-                .collect(),
+            norms,
+            decoders: Vec::new(),
         }
     }
 
     /// How many tables there are.
     pub fn len(&self) -> usize {
-        self.coders.len()
+        self.norms.len()
     }
 
     /// Whether there is no table.
     pub fn is_empty(&self) -> bool {
-        self.coders.is_empty()
+        self.norms.is_empty()
     }
 
     /// The tables as a page's encoding carries them; empty when there is none.
     pub fn to_bytes(&self) -> Vec<u8> {
-        if self.coders.is_empty() {
+        if self.norms.is_empty() {
             return Vec::new();
         }
-        let mut out = vec![self.coders.len() as u8];
-        for coder in &self.coders {
-            write_page_table(&coder.norm, coder.log, &mut out);
+        let mut out = vec![self.norms.len() as u8];
+        for (norm, log) in &self.norms {
+            write_page_table(norm, *log, &mut out);
         }
         out
     }
@@ -702,7 +698,14 @@ impl PageTables {
         if !rest.is_empty() {
             return Err(corrupt(format!("{} bytes after the tables", rest.len())));
         }
-        Ok(Self::new(tables))
+        Ok(Self {
+            decoders: tables
+                .iter()
+                .map(|(norm, log)| Decoder::new(norm, *log))
+                .collect(),
+            norms: tables,
+            coders: Vec::new(),
+        })
     }
 }
 
@@ -740,7 +743,7 @@ fn log2(x: u32) -> f32 {
 
 /// Bits after the leading one that a bin holds for integers of up to `bits` bits: 3 up
 /// to 32 bits, 2 above, so that every bin symbol fits a byte.
-pub(crate) fn bin_lead(bits: u32) -> u32 {
+fn bin_lead(bits: u32) -> u32 {
     if bits <= 32 {
         3
     } else {
@@ -753,7 +756,7 @@ pub(crate) fn bin_lead(bits: u32) -> u32 {
 /// significant bits whose `lead` bits after the leading one are `top`, followed by its
 /// `b - 1 - lead` low bits.
 #[inline]
-pub(crate) fn bin(v: u64, lead: u32) -> (u8, u32) {
+fn bin(v: u64, lead: u32) -> (u8, u32) {
     let b = 64 - v.leading_zeros();
     if b <= lead + 1 {
         return (v as u8, 0);
@@ -766,25 +769,160 @@ pub(crate) fn bin(v: u64, lead: u32) -> (u8, u32) {
     (symbol as u8, low)
 }
 
-/// Per bin symbol, the high part of the integer and its count of low bits; `None` for
-/// symbols no integer of up to `bits` bits has.
-pub(crate) fn bin_table(bits: u32) -> Vec<Option<(u64, u8)>> {
-    let lead = bin_lead(bits);
-    (0..=255u32)
-        .map(|s| {
+/// What a bin symbol stands for: the high part of its integers, how many low bits
+/// follow, and how many bits its integers have (`u8::MAX` for symbols no integer has).
+#[derive(Debug, Clone, Copy, Default)]
+struct Bin {
+    high: u64,
+    low: u8,
+    bits: u8,
+}
+
+/// The bins of every symbol, for `lead` 2 and 3.
+static BINS: std::sync::LazyLock<[[Bin; 256]; 2]> = std::sync::LazyLock::new(|| {
+    [2, 3].map(|lead: u32| {
+        std::array::from_fn(|s| {
+            let s = s as u32;
             if s < 2 << lead {
-                return Some((u64::from(s), 0));
+                return Bin {
+                    high: u64::from(s),
+                    low: 0,
+                    bits: (u32::BITS - s.leading_zeros()) as u8,
+                };
             }
             let k = s - (2 << lead);
             let b = (k >> lead) + lead + 2;
-            if b > bits {
-                return None;
+            if b > 64 {
+                return Bin {
+                    bits: u8::MAX,
+                    ..Bin::default()
+                };
             }
             let top = u64::from(k & ((1 << lead) - 1));
             let low = b - 1 - lead;
-            Some((((1 << lead) | top) << low, low as u8))
+            Bin {
+                high: ((1 << lead) | top) << low,
+                low: low as u8,
+                bits: b as u8,
+            }
         })
-        .collect()
+    })
+});
+
+/// The symbol counts of the two forms a chunk's integers of up to `bits` bits can take:
+/// byte streams (byte j of each integer is stream j), or bins (a symbol per integer, then
+/// its low bits).
+pub(crate) struct IntForms {
+    streams: Vec<Histogram>,
+    bins: Histogram,
+    low_bits: usize,
+}
+
+impl IntForms {
+    /// Counts both forms of `values`.
+    pub(crate) fn count(values: impl Iterator<Item = u64>, bits: u32) -> Self {
+        let lead = bin_lead(bits);
+        let mut streams = vec![[0u32; 256]; bits.div_ceil(8) as usize];
+        let mut bins = [0u32; 256];
+        let mut low_bits = 0usize;
+        for v in values {
+            for (j, counts) in streams.iter_mut().enumerate() {
+                counts[(v >> (8 * j)) as u8 as usize] += 1;
+            }
+            let (symbol, low) = bin(v, lead);
+            bins[usize::from(symbol)] += 1;
+            low_bits += low as usize;
+        }
+        Self {
+            streams,
+            bins,
+            low_bits,
+        }
+    }
+
+    /// Whether bins are smaller than byte streams, by estimate, with `tables`.
+    pub(crate) fn binned_is_smaller(&self, tables: &PageTables) -> bool {
+        let streams: f32 = self.streams.iter().map(|c| estimate(c, tables)).sum();
+        estimate(&self.bins, tables) + (self.low_bits.div_ceil(8) as f32) < streams
+    }
+
+    /// Appends the histograms of the form the integers take without page tables (bins
+    /// only when `bin_kind` is given), so that a page's tables are built for the forms
+    /// its chunks take: stream j as kind `stream_kind + j`, bins as `bin_kind`.
+    pub(crate) fn chosen_histograms(
+        self,
+        stream_kind: usize,
+        bin_kind: Option<usize>,
+        out: &mut Vec<KindHistogram>,
+    ) {
+        match bin_kind {
+            Some(kind) if self.binned_is_smaller(&PageTables::default()) => {
+                out.push((kind, self.bins));
+            }
+            _ => out.extend(
+                self.streams
+                    .into_iter()
+                    .enumerate()
+                    .map(|(j, counts)| (stream_kind + j, counts)),
+            ),
+        }
+    }
+}
+
+/// Appends `values` (integers of up to `bits` bits) binned: their bin symbols as one
+/// coded stream ([`encode`] with `tables`), then every value's low bits, LSB first.
+pub(crate) fn encode_binned(
+    values: impl Iterator<Item = u64> + Clone,
+    bits: u32,
+    tables: &PageTables,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let lead = bin_lead(bits);
+    let symbols: Vec<u8> = values.clone().map(|v| bin(v, lead).0).collect();
+    encode(&symbols, tables, out)?;
+    let mut writer = BitWriter::new(out);
+    for v in values {
+        writer.put_wide(v, bin(v, lead).1);
+    }
+    writer.finish();
+    Ok(())
+}
+
+/// Decodes `symbols.len()` binned integers of up to `bits` bits from the start of
+/// `input` (the symbols are decoded into `symbols`), handing each to `put` with its
+/// index; returns the bytes of `input` taken. A symbol no integer of `bits` bits has,
+/// and low bits cut short, are corrupt.
+pub(crate) fn decode_binned(
+    input: &[u8],
+    symbols: &mut [u8],
+    bits: u32,
+    tables: &PageTables,
+    mut put: impl FnMut(usize, u64),
+) -> Result<usize> {
+    let n = symbols.len();
+    let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
+    let used = decode(input, symbols, tables)?;
+    let bins = &BINS[(bin_lead(bits) - 2) as usize];
+    let mut total = 0usize;
+    for &symbol in symbols.iter() {
+        let bin = bins[usize::from(symbol)];
+        if u32::from(bin.bits) > bits {
+            return Err(corrupt(format!(
+                "bin symbol {symbol} for integers of {bits} bits"
+            )));
+        }
+        total += usize::from(bin.low);
+    }
+    let len = total.div_ceil(8);
+    let low = input
+        .get(used..used + len)
+        .ok_or_else(|| corrupt(format!("{len} bytes of low bits cut short")))?;
+    let mut reader = BitReader::new(low);
+    for (i, &symbol) in symbols.iter().enumerate() {
+        let bin = bins[usize::from(symbol)];
+        put(i, bin.high | reader.get_wide(u32::from(bin.low)));
+    }
+    Ok(used + len)
 }
 
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
@@ -1085,7 +1223,7 @@ mod tests {
     /// The README's page tables: two tables, counts in 5 bits, symbols listed.
     #[test]
     fn page_tables_worked_example() {
-        let tables = PageTables::new(vec![
+        let tables = PageTables::for_encoding(vec![
             (vec![(0, 24), (1, 8)], 5),
             (vec![(5, 16), (6, 8), (7, 8)], 5),
         ]);
@@ -1103,10 +1241,10 @@ mod tests {
         assert_eq!(back, stream);
         // More than 32 symbols: a 32-byte set instead of the list.
         let many: Vec<(u8, u32)> = (0..128).map(|s| (s * 2, 1)).collect();
-        let bytes = PageTables::new(vec![(many.clone(), 7)]).to_bytes();
+        let bytes = PageTables::for_encoding(vec![(many.clone(), 7)]).to_bytes();
         assert_eq!(bytes.len(), 1 + 3 + 32 + 128 / 8);
         assert_eq!(bytes[4..36], [0x55; 32][..]);
-        assert_eq!(PageTables::parse(&bytes).unwrap().coders[0].norm, many);
+        assert_eq!(PageTables::parse(&bytes).unwrap().norms[0].0, many);
     }
 
     /// Streams of one distribution name a page table built from others like them: they
