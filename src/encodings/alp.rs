@@ -1017,6 +1017,9 @@ struct Chunk<'a> {
     bits: u8,
     delta: Deltas,
     split: bool,
+    /// `ints` holds the integers as 8-byte words (decoded from bins), not as `split`
+    /// says.
+    words: bool,
     reference: i64,
     first: i64,
     /// In the chunk, or decoded from its entropy-coded streams into the caller's scratch.
@@ -1164,27 +1167,25 @@ impl<'a> Chunk<'a> {
         };
         let int_bytes = stream_len(bits);
         let correction_bytes = correction_bits.map_or(0, stream_len);
+        let mut words = false;
         let (ints, corrections) = if entropy {
             // Integer streams, then correction streams, each decoding to n bytes, laid
             // out as the byte-streams layout has them; what is left must be the
             // exceptions.
+            // Binned integers decode to words (8 bytes each, little-endian).
+            let int_bytes = if binned { 8 * n } else { int_bytes };
             scratch.clear();
             scratch.resize(int_bytes + correction_bytes + if binned { n } else { 0 }, 0);
             let (streams, symbols) = scratch.split_at_mut(int_bytes + correction_bytes);
             let mut coded_from = 0;
             if binned {
-                // Back into the byte streams' layout: stream j = byte j of each integer.
-                let ints = &mut streams[..int_bytes];
+                let words = &mut streams[..int_bytes];
                 pos += entropy::decode_binned(
                     &chunk[pos..],
                     symbols,
                     u32::from(bits),
                     tables,
-                    |i, v| {
-                        for (j, byte) in ints.iter_mut().skip(i).step_by(n).enumerate() {
-                            *byte = (v >> (8 * j)) as u8;
-                        }
-                    },
+                    |i, v| words[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes()),
                 )?;
                 coded_from = int_bytes;
             }
@@ -1200,6 +1201,7 @@ impl<'a> Chunk<'a> {
             }
             let decoded: &'a [u8] = scratch;
             let (ints, corrections) = decoded.split_at(int_bytes);
+            words = binned;
             (ints, correction_bits.map(|cbits| (corrections, cbits)))
         } else {
             let expected = pos + int_bytes + correction_bytes + count * (2 + float.width);
@@ -1239,6 +1241,7 @@ impl<'a> Chunk<'a> {
             bits,
             delta,
             split,
+            words,
             reference,
             first,
             ints,
@@ -1312,7 +1315,11 @@ impl<'a> Chunk<'a> {
             }
             at += block.len();
         };
-        read_stream(self.ints, n, self.bits, self.split, emit);
+        if self.words {
+            read_words(self.ints, emit);
+        } else {
+            read_stream(self.ints, n, self.bits, self.split, emit);
+        }
         if let Some((bytes, bits)) = self.corrections {
             let float = Float { width: W };
             let mut at = 0usize;
@@ -1340,6 +1347,18 @@ impl<'a> Chunk<'a> {
 
 /// Hands the `n` values of `bits` bits stored in `bytes` (bit-packed, or `split` into
 /// byte streams; the length checked by the parser) to `sink`, 64 at a time.
+/// Hands the 8-byte little-endian words of `bytes` to `sink` in blocks.
+fn read_words(bytes: &[u8], mut sink: impl FnMut(&[u64])) {
+    let mut block = [0u64; bitpack::BLOCK];
+    for words in bytes.chunks(8 * bitpack::BLOCK) {
+        let len = words.len() / 8;
+        for (v, word) in block.iter_mut().zip(words.chunks_exact(8)) {
+            *v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        }
+        sink(&block[..len]);
+    }
+}
+
 fn read_stream(bytes: &[u8], n: usize, bits: u8, split: bool, mut sink: impl FnMut(&[u64])) {
     if !split {
         bitpack::unpack(bytes, n, bits, sink);

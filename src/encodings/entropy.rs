@@ -231,114 +231,6 @@ impl<'a> BitWriter<'a> {
     }
 }
 
-/// Reads bits LSB first; past the end it reads zeros and remembers that it did.
-pub(crate) struct BitReader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-    acc: u64,
-    len: u32,
-    /// Zero bits supplied past the end of `bytes`.
-    phantom: usize,
-}
-
-impl<'a> BitReader<'a> {
-    /// Tops the accumulator up with whole bytes, to at least 56 bits while eight bytes
-    /// are left; then see [`refill_tail`](Self::refill_tail).
-    #[inline]
-    fn refill(&mut self, bits: u32) {
-        if let Some(word) = self.bytes.get(self.at..self.at + 8) {
-            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-            let take = (63 - self.len) / 8;
-            self.acc |= (word & ((1u64 << (8 * take)) - 1)) << self.len;
-            self.at += take as usize;
-            self.len += 8 * take;
-            return;
-        }
-        self.refill_tail(bits);
-    }
-
-    /// The last bytes one at a time; past the end, zeros, counted: reading them is an
-    /// overrun only if they are taken.
-    #[cold]
-    #[inline(never)]
-    fn refill_tail(&mut self, bits: u32) {
-        while self.len <= 56 {
-            let Some(&b) = self.bytes.get(self.at) else {
-                break;
-            };
-            self.acc |= u64::from(b) << self.len;
-            self.at += 1;
-            self.len += 8;
-        }
-        if self.len < bits {
-            self.phantom += (bits - self.len) as usize;
-            self.len = bits;
-        }
-    }
-
-    pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Self {
-            bytes,
-            at: 0,
-            acc: 0,
-            len: 0,
-            phantom: 0,
-        }
-    }
-
-    /// Reads `bits` bits, up to 64.
-    #[inline]
-    pub(crate) fn get_wide(&mut self, bits: u32) -> u64 {
-        if bits <= 32 {
-            self.ensure(bits);
-            u64::from(self.take(bits))
-        } else {
-            let low = u64::from(self.get(32));
-            low | u64::from(self.get(bits - 32)) << 32
-        }
-    }
-
-    /// Bits taken so far, zeros past the end included.
-    fn used(&self) -> usize {
-        self.at * 8 + self.phantom - self.len as usize
-    }
-
-    /// Whether the bits taken are exactly `len` bytes' worth: none past the end, and
-    /// the last byte reached.
-    fn used_within(&self, len: usize) -> bool {
-        let used = self.used();
-        used <= self.bytes.len() * 8 && used.div_ceil(8) == len
-    }
-
-    /// Makes sure `bits` (at most 56) can be taken without a refill.
-    #[inline]
-    fn ensure(&mut self, bits: u32) {
-        if self.len < bits {
-            self.refill(bits);
-        }
-    }
-
-    /// Takes `bits` bits that [`ensure`](Self::ensure) made sure of.
-    #[inline]
-    fn take(&mut self, bits: u32) -> u32 {
-        let value = (self.acc & ((1u64 << bits) - 1)) as u32;
-        self.acc >>= bits;
-        self.len -= bits;
-        value
-    }
-
-    #[inline]
-    fn get(&mut self, bits: u32) -> u32 {
-        if self.len < bits {
-            self.refill(bits);
-        }
-        let value = (self.acc & ((1u64 << bits) - 1)) as u32;
-        self.acc >>= bits;
-        self.len -= bits;
-        value
-    }
-}
-
 /// Appends a table as tANS streams and page tables write it: `L`, `k - 1`, the symbols
 /// and the counts.
 fn write_table(norm: &[(u8, u32)], log: u32, out: &mut Vec<u8>) {
@@ -526,47 +418,93 @@ impl Decoder {
             .get(..2)
             .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
             .ok_or_else(|| "cut before its bit stream length".to_owned())?;
-        let bits = rest
-            .get(2..2 + len)
-            .ok_or_else(|| format!("a bit stream of {len} bytes cut short"))?;
-        let table = &self.entries[..];
-        let mut reader = BitReader::new(bits);
-        let mut state = [0usize; LANES];
-        for lane in &mut state {
-            *lane = reader.get(self.log) as usize;
+        if rest.len() < 2 + len {
+            return Err(format!("a bit stream of {len} bytes cut short"));
         }
+        // Peeks see the bytes after the stream too; a valid stream takes none of their
+        // bits, and one that does fails the check at the end.
+        let bits = &rest[2..];
+        let table = &self.entries[..];
+        let log = self.log;
+        // Bits are tracked by position: each step peeks a word there, so a refill is one
+        // unaligned load and no branch on the accumulator; past the end zeros are read,
+        // and a position past the end is an overrun, checked once at the end.
+        let first = peek(bits, 0);
+        let mut state = [
+            (first & mask(log)) as usize,
+            (first >> log & mask(log)) as usize,
+        ];
+        let mut pos = 2 * log as usize;
         // Two lanes, whose table lookups do not wait for each other; the bits are read
         // in byte order, lane 0's before lane 1's. The last byte of each lane makes no
         // step.
         let steps = n.saturating_sub(LANES);
         let (body, tail) = out.split_at_mut(steps);
-        let mut pairs = body.chunks_exact_mut(LANES);
-        for pair in &mut pairs {
-            // One refill for both steps: each takes at most `log` bits.
-            reader.ensure(2 * self.log);
-            let (e0, e1) = (table[state[0]], table[state[1]]);
-            pair[0] = e0.symbol;
-            pair[1] = e1.symbol;
-            state[0] = usize::from(e0.base) + reader.take(u32::from(e0.bits)) as usize;
-            state[1] = usize::from(e1.base) + reader.take(u32::from(e1.bits)) as usize;
+        // Four steps take at most 48 bits, which one peek (at least 57 bits) covers.
+        let mut quads = body.chunks_exact_mut(2 * LANES);
+        for quad in &mut quads {
+            let mut word = peek(bits, pos);
+            let mut used = 0u32;
+            for pair in quad.chunks_exact_mut(LANES) {
+                let (e0, e1) = (table[state[0]], table[state[1]]);
+                pair[0] = e0.symbol;
+                pair[1] = e1.symbol;
+                let (b0, b1) = (u32::from(e0.bits), u32::from(e1.bits));
+                state[0] = usize::from(e0.base) + (word & mask(b0)) as usize;
+                word >>= b0;
+                state[1] = usize::from(e1.base) + (word & mask(b1)) as usize;
+                word >>= b1;
+                used += b0 + b1;
+            }
+            pos += used as usize;
         }
-        if let [slot] = pairs.into_remainder() {
-            let entry = table[state[0]];
+        for (i, slot) in quads.into_remainder().iter_mut().enumerate() {
+            let entry = table[state[i % LANES]];
             *slot = entry.symbol;
-            state[0] = usize::from(entry.base) + reader.get(u32::from(entry.bits)) as usize;
+            let b = u32::from(entry.bits);
+            state[i % LANES] = usize::from(entry.base) + (peek(bits, pos) & mask(b)) as usize;
+            pos += b as usize;
         }
-        // The remainder's byte was in lane 0, so the tail starts in lane 1 then.
+        // The body's last step was in lane `(steps - 1) % 2`, so the tail starts in the
+        // other.
         let first_lane = steps % LANES;
         for (i, slot) in tail.iter_mut().enumerate() {
             *slot = table[state[(first_lane + i) % LANES]].symbol;
         }
         // Every byte of the bit stream used, none read past its end.
-        if !reader.used_within(len) {
-            let used = reader.used();
-            return Err(format!("a bit stream of {len} bytes for {used} bits"));
+        if pos > 8 * len || pos.div_ceil(8) != len {
+            return Err(format!("a bit stream of {len} bytes for {pos} bits"));
         }
         Ok(2 + len)
     }
+}
+
+/// The low `bits` (at most 64) bits set.
+#[inline]
+fn mask(bits: u32) -> u64 {
+    u64::MAX.checked_shr(64 - bits).unwrap_or(0)
+}
+
+/// The bits of `bytes` from bit `pos` on, LSB first: at least 57 of them, zeros past the
+/// end of `bytes`.
+#[inline]
+fn peek(bytes: &[u8], pos: usize) -> u64 {
+    let at = pos / 8;
+    match bytes.get(at..at + 8) {
+        Some(word) => u64::from_le_bytes(word.try_into().expect("8 bytes")) >> (pos % 8),
+        None => peek_tail(bytes, pos),
+    }
+}
+
+/// [`peek`] within the last eight bytes or past them.
+#[cold]
+#[inline(never)]
+fn peek_tail(bytes: &[u8], pos: usize) -> u64 {
+    let mut word = 0u64;
+    for (i, &b) in bytes.iter().skip(pos / 8).take(8).enumerate() {
+        word |= u64::from(b) << (8 * i);
+    }
+    word >> (pos % 8)
 }
 
 /// How often each byte value occurs in a stream.
@@ -903,24 +841,35 @@ pub(crate) fn decode_binned(
     let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
     let used = decode(input, symbols, tables)?;
     let bins = &BINS[(bin_lead(bits) - 2) as usize];
-    let mut total = 0usize;
-    for &symbol in symbols.iter() {
-        let bin = bins[usize::from(symbol)];
-        if u32::from(bin.bits) > bits {
-            return Err(corrupt(format!(
-                "bin symbol {symbol} for integers of {bits} bits"
-            )));
-        }
-        total += usize::from(bin.low);
-    }
-    let len = total.div_ceil(8);
-    let low = input
-        .get(used..used + len)
-        .ok_or_else(|| corrupt(format!("{len} bytes of low bits cut short")))?;
-    let mut reader = BitReader::new(low);
+    // One pass: a peek past the end of `input` reads zeros, and a symbol out of range
+    // has no low bits; both make the whole an error after the pass, whatever `put` got.
+    let low = &input[used..];
+    let mut pos = 0usize;
+    let mut widest = 0u8;
     for (i, &symbol) in symbols.iter().enumerate() {
         let bin = bins[usize::from(symbol)];
-        put(i, bin.high | reader.get_wide(u32::from(bin.low)));
+        widest = widest.max(bin.bits);
+        let low_bits = u32::from(bin.low);
+        let mut v = peek(low, pos);
+        if low_bits > 57 {
+            // A peek holds at least 57 bits; the rest come from the byte after them.
+            v |= peek(low, pos + 56) << 56;
+        }
+        put(i, bin.high | (v & mask(low_bits)));
+        pos += low_bits as usize;
+    }
+    if u32::from(widest) > bits {
+        let symbol = symbols
+            .iter()
+            .find(|&&s| u32::from(bins[usize::from(s)].bits) > bits)
+            .expect("the widest symbol");
+        return Err(corrupt(format!(
+            "bin symbol {symbol} for integers of {bits} bits"
+        )));
+    }
+    let len = pos.div_ceil(8);
+    if low.len() < len {
+        return Err(corrupt(format!("{len} bytes of low bits cut short")));
     }
     Ok(used + len)
 }
@@ -1025,11 +974,11 @@ fn read_counts(
     bits: u32,
     log: u32,
 ) -> std::result::Result<Vec<(u8, u32)>, String> {
-    let mut reader = BitReader::new(bytes);
+    // The caller checked that `bytes` holds every count.
     let mut norm = Vec::with_capacity(symbols.len());
     let mut sum = 0u32;
-    for &symbol in symbols {
-        let count = reader.get(bits);
+    for (i, &symbol) in symbols.iter().enumerate() {
+        let count = (peek(bytes, i * bits as usize) & mask(bits)) as u32;
         if count == 0 {
             return Err(format!("symbol {symbol} with count 0"));
         }
