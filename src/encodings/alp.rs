@@ -1179,13 +1179,17 @@ impl<'a> Chunk<'a> {
             let (streams, symbols) = scratch.split_at_mut(int_bytes + correction_bytes);
             let mut coded_from = 0;
             if binned {
-                let words = &mut streams[..int_bytes];
+                let mut words = streams[..int_bytes].chunks_exact_mut(8);
                 pos += entropy::decode_binned(
                     &chunk[pos..],
                     symbols,
                     u32::from(bits),
                     tables,
-                    |i, v| words[8 * i..8 * i + 8].copy_from_slice(&v.to_le_bytes()),
+                    |block| {
+                        for (&v, word) in block.iter().zip(&mut words) {
+                            word.copy_from_slice(&v.to_le_bytes());
+                        }
+                    },
                 )?;
                 coded_from = int_bytes;
             }
@@ -1701,8 +1705,8 @@ mod tests {
         }
         // A bin symbol no integer of 8 bits has; low bits cut short (raw symbol streams).
         let none = PageTables::default();
-        assert!(entropy::decode_binned(&[0, 255], &mut [0], 8, &none, |_, _| {}).is_err());
-        assert!(entropy::decode_binned(&[0, 200], &mut [0], 64, &none, |_, _| {}).is_err());
+        assert!(entropy::decode_binned(&[0, 255], &mut [0], 8, &none, |_| {}).is_err());
+        assert!(entropy::decode_binned(&[0, 200], &mut [0], 64, &none, |_| {}).is_err());
     }
 
     #[test]

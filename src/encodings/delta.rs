@@ -194,9 +194,17 @@ fn unbin<W: Word>(
     symbols: &mut [u8],
     tables: &PageTables,
     out: &mut [u8],
+    order: u8,
 ) -> Result<usize> {
-    entropy::decode_binned(input, symbols, 8 * W::BYTES as u32, tables, |i, v| {
-        W::write(v, &mut out[i * W::BYTES..(i + 1) * W::BYTES]);
+    let mut sums = Sums::new(order);
+    let mut values = out.chunks_exact_mut(W::BYTES);
+    entropy::decode_binned(input, symbols, 8 * W::BYTES as u32, tables, |block| {
+        // A local copy keeps the sums in registers over the block.
+        let mut local = sums;
+        for (&v, value) in block.iter().zip(&mut values) {
+            W::write(local.next(v), value);
+        }
+        sums = local;
     })
 }
 
@@ -232,19 +240,48 @@ fn residuals<W: Word>(values: &[u8], order: u8, out: &mut [u8]) {
 
 /// Turns zigzag residuals of `order` back into values, in place.
 fn undo<W: Word>(values: &mut [u8], order: u8) {
-    let (mut prev, mut delta) = (0u64, 0u64);
-    if order == 1 {
-        for value in values.chunks_exact_mut(W::BYTES) {
-            prev = prev.wrapping_add(unzigzag(W::read(value)));
-            W::write(prev, value);
+    let mut sums = Sums::new(order);
+    for value in values.chunks_exact_mut(W::BYTES) {
+        W::write(sums.next(W::read(value)), value);
+    }
+}
+
+/// Running sums that undo zigzag differences of order 1 or 2, value after value.
+#[derive(Clone, Copy)]
+struct Sums {
+    order2: bool,
+    seen: usize,
+    prev: u64,
+    delta: u64,
+}
+
+impl Sums {
+    fn new(order: u8) -> Self {
+        Self {
+            order2: order == 2,
+            seen: 0,
+            prev: 0,
+            delta: 0,
         }
-    } else {
-        for (i, value) in values.chunks_exact_mut(W::BYTES).enumerate() {
-            let r = unzigzag(W::read(value));
-            delta = if i < 2 { r } else { delta.wrapping_add(r) };
-            prev = prev.wrapping_add(delta);
-            W::write(prev, value);
+    }
+
+    /// The next value, from its zigzag residual.
+    #[inline]
+    fn next(&mut self, residual: u64) -> u64 {
+        let r = unzigzag(residual);
+        if self.order2 {
+            // The first two residuals are the first value and the first difference.
+            self.delta = if self.seen < 2 {
+                r
+            } else {
+                self.delta.wrapping_add(r)
+            };
+            self.seen += 1;
+            self.prev = self.prev.wrapping_add(self.delta);
+        } else {
+            self.prev = self.prev.wrapping_add(r);
         }
+        self.prev
     }
 }
 
@@ -487,11 +524,12 @@ impl DeltaDecompressor {
         Ok((order, Residuals::Split(rest)))
     }
 
-    /// Writes the residuals of a chunk of `num_values` values, value after value, into
-    /// `out` (exactly their bytes), decoding through `scratch`.
-    fn residuals_into(
+    /// Writes the values of a chunk of `num_values` values into `out` (exactly their
+    /// bytes): its residuals, decoded through `scratch`, summed `order` times.
+    fn values_into(
         &self,
         residuals: Residuals,
+        order: u8,
         num_values: usize,
         scratch: &mut Vec<u8>,
         out: &mut [u8],
@@ -499,6 +537,7 @@ impl DeltaDecompressor {
         let left = match residuals {
             Residuals::Split(split) => {
                 kernels::unsplit(split, out, self.width);
+                by_width!(self.width, undo(out, order));
                 return Ok(());
             }
             Residuals::Streams(mut rest) => {
@@ -509,12 +548,14 @@ impl DeltaDecompressor {
                     rest = &rest[used..];
                 }
                 kernels::unsplit(scratch, out, self.width);
+                by_width!(self.width, undo(out, order));
                 rest.len()
             }
             Residuals::Binned(rest) => {
+                // The sums are taken as the residuals are unbinned.
                 scratch.clear();
                 scratch.resize(num_values, 0);
-                let used = by_width!(self.width, unbin(rest, scratch, &self.tables, out))?;
+                let used = by_width!(self.width, unbin(rest, scratch, &self.tables, out, order))?;
                 rest.len() - used
             }
         };
@@ -567,9 +608,7 @@ impl MiniBlockDecompressor for DeltaDecompressor {
     ) -> Result<()> {
         check_output(out, num_values, self.width)?;
         let (order, residuals) = self.parse(chunk, num_values, storage)?;
-        self.residuals_into(residuals, num_values, scratch, out)?;
-        by_width!(self.width, undo(out, order));
-        Ok(())
+        self.values_into(residuals, order, num_values, scratch, out)
     }
 
     fn decompress_append(
@@ -583,15 +622,17 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         let (order, residuals) = self.parse(chunk, num_values, storage)?;
         let start = out.len();
         match residuals {
-            Residuals::Split(split) => kernels::unsplit_append(split, out, self.width),
+            Residuals::Split(split) => {
+                kernels::unsplit_append(split, out, self.width);
+                by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));
+                Ok(())
+            }
             coded => {
                 out.extend_zeros(checked_len(num_values, self.width)?);
                 let out = &mut out.as_slice_mut()[start..];
-                self.residuals_into(coded, num_values, scratch, out)?;
+                self.values_into(coded, order, num_values, scratch, out)
             }
         }
-        by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));
-        Ok(())
     }
 }
 

@@ -479,10 +479,10 @@ impl Decoder {
     }
 }
 
-/// The low `bits` (at most 64) bits set.
+/// The low `bits` (below 64) bits set.
 #[inline]
 fn mask(bits: u32) -> u64 {
-    u64::MAX.checked_shr(64 - bits).unwrap_or(0)
+    (1u64 << bits) - 1
 }
 
 /// The bits of `bytes` from bit `pos` on, LSB first: at least 57 of them, zeros past the
@@ -827,36 +827,41 @@ pub(crate) fn encode_binned(
 }
 
 /// Decodes `symbols.len()` binned integers of up to `bits` bits from the start of
-/// `input` (the symbols are decoded into `symbols`), handing each to `put` with its
-/// index; returns the bytes of `input` taken. A symbol no integer of `bits` bits has,
-/// and low bits cut short, are corrupt.
+/// `input` (the symbols are decoded into `symbols`), handing them to `sink` in order, in
+/// blocks; returns the bytes of `input` taken. A symbol no integer of `bits` bits has,
+/// and low bits cut short, are corrupt (after the blocks of a chunk have gone to
+/// `sink`).
 pub(crate) fn decode_binned(
     input: &[u8],
     symbols: &mut [u8],
     bits: u32,
     tables: &PageTables,
-    mut put: impl FnMut(usize, u64),
+    mut sink: impl FnMut(&[u64]),
 ) -> Result<usize> {
     let n = symbols.len();
     let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
     let used = decode(input, symbols, tables)?;
     let bins = &BINS[(bin_lead(bits) - 2) as usize];
     // One pass: a peek past the end of `input` reads zeros, and a symbol out of range
-    // has no low bits; both make the whole an error after the pass, whatever `put` got.
+    // has no low bits; both make the whole an error after the pass.
     let low = &input[used..];
     let mut pos = 0usize;
     let mut widest = 0u8;
-    for (i, &symbol) in symbols.iter().enumerate() {
-        let bin = bins[usize::from(symbol)];
-        widest = widest.max(bin.bits);
-        let low_bits = u32::from(bin.low);
-        let mut v = peek(low, pos);
-        if low_bits > 57 {
-            // A peek holds at least 57 bits; the rest come from the byte after them.
-            v |= peek(low, pos + 56) << 56;
+    let mut block = [0u64; BIN_BLOCK];
+    for part in symbols.chunks(BIN_BLOCK) {
+        for (slot, &symbol) in block.iter_mut().zip(part) {
+            let bin = bins[usize::from(symbol)];
+            widest = widest.max(bin.bits);
+            let low_bits = u32::from(bin.low);
+            let mut v = peek(low, pos);
+            if low_bits > 57 {
+                // A peek holds at least 57 bits; the rest come from the byte after them.
+                v |= peek(low, pos + 56) << 56;
+            }
+            *slot = bin.high | (v & mask(low_bits));
+            pos += low_bits as usize;
         }
-        put(i, bin.high | (v & mask(low_bits)));
-        pos += low_bits as usize;
+        sink(&block[..part.len()]);
     }
     if u32::from(widest) > bits {
         let symbol = symbols
@@ -873,6 +878,9 @@ pub(crate) fn decode_binned(
     }
     Ok(used + len)
 }
+
+/// Binned integers go to their sink in blocks of this many.
+const BIN_BLOCK: usize = 256;
 
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
 /// a constant, raw, a table of its own and the best page table of `tables`.
