@@ -519,7 +519,7 @@ pub struct AlpEncoder {
 }
 
 /// With entropy coding, bit 7 of header byte 2 (the bits per integer): the integers are
-/// binned ([`entropy::encode_binned`]): one entropy-coded stream of bin symbols, then
+/// binned ([`entropy::IntForms::encode_binned`]): one entropy-coded stream of bin symbols, then
 /// their low bits.
 const BINNED: u8 = 0x80;
 
@@ -535,9 +535,10 @@ enum Sink<'a> {
     Count(&'a mut Vec<KindHistogram>),
 }
 
-/// Chunks of a page sampled for its entropy tables: the tables cost an ALP pass over
-/// each, and symbols a sampled chunk lacks fall back to tables of the chunk's own.
-const TABLE_SAMPLE_CHUNKS: usize = 256;
+/// Chunks of a page sampled for its entropy tables (a quarter of a 1 MiB page of 4 KiB
+/// chunks): the tables cost an ALP pass over each, and symbols the sampled chunks lack
+/// fall back to tables of the chunk's own.
+const TABLE_SAMPLE_CHUNKS: usize = 64;
 
 impl AlpEncoder {
     /// An encoder for floats of `bits_per_value` bits (32 or 64), bit-packing the
@@ -609,7 +610,9 @@ impl AlpEncoder {
             return false;
         }
         if may_bin && forms.binned_is_smaller(&self.tables) {
-            entropy::encode_binned(values.iter().copied(), bits, &self.tables, out).expect(FITS);
+            forms
+                .encode_binned(values.iter().copied(), bits, &self.tables, out)
+                .expect(FITS);
             return true;
         }
         let mut stream = Vec::with_capacity(values.len());

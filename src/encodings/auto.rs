@@ -13,6 +13,10 @@
 //!   alp+lz4, alp+ans and alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
+//! - favouring size alone (`min_gain = 0`), an LZ4 candidate is not tried when the same
+//!   transform under Zstd is a candidate (lz4, bss+lz4, delta+lz4), nor bit-packed or LZ4
+//!   ALP when `alp+ans` is: they win on decode speed, never by more than a few bytes on
+//!   size;
 //! - a page of at most 64 KiB is tried whole, every candidate on every chunk;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
@@ -169,6 +173,19 @@ fn rank(encoding: Encoding) -> usize {
         .iter()
         .position(|&e| e == encoding)
         .expect("every encoding is ranked")
+}
+
+/// Whether `encoding` is the faster, larger form of another of `candidates`: LZ4 where
+/// the same values under Zstd are a candidate, bit-packed or LZ4 ALP where `alp+ans` is.
+fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
+    let by = match encoding {
+        Encoding::Lz4 => Encoding::Zstd,
+        Encoding::BssLz4 => Encoding::BssZstd,
+        Encoding::DeltaLz4 => Encoding::DeltaZstd,
+        Encoding::Alp | Encoding::AlpLz4 => Encoding::AlpAns,
+        _ => return false,
+    };
+    candidates.contains(&by)
 }
 
 /// Encodings from the fastest to decode to the slowest.
@@ -345,10 +362,18 @@ pub struct AutoChooser {
 impl AutoChooser {
     /// A chooser for values of `width` bytes, its candidates built with `options`.
     pub fn new(width: usize, options: &EncoderOptions, auto: &AutoOptions) -> Result<Self> {
-        let compressors = auto
+        let candidates: Vec<Encoding> = auto
             .candidates()
             .into_iter()
             .filter(|e| e.supports_width(width))
+            .collect();
+        // Favouring size alone, an LZ4 candidate (and bit-packed ALP) is left out when
+        // the same transform under Zstd (ALP under ANS) is a candidate: it is never
+        // smaller by more than a few bytes, and trying it costs encode time.
+        let compressors = candidates
+            .iter()
+            .copied()
+            .filter(|e| auto.min_gain > 0.0 || !size_dominated(*e, &candidates))
             .map(|e| Ok((e, e.compressor_with(width, options)?)))
             .collect::<Result<Vec<_>>>()?;
         if compressors.is_empty() {

@@ -203,31 +203,33 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the low `bits` bits of `value` (any count up to 64).
-    pub(crate) fn put_wide(&mut self, mut value: u64, mut bits: u32) {
-        while bits > 0 {
-            let take = bits.min(32);
-            self.put((value & (u64::MAX >> (64 - take))) as u32, take);
-            value = value.checked_shr(take).unwrap_or(0);
-            bits -= take;
+    #[inline]
+    pub(crate) fn put_wide(&mut self, value: u64, bits: u32) {
+        if bits <= 32 {
+            self.put((value & mask(bits)) as u32, bits);
+        } else {
+            self.put(value as u32, 32);
+            self.put((value >> 32 & mask(bits - 32)) as u32, bits - 32);
         }
     }
 
-    /// Appends `value`, which must fit `bits` (at most 32) bits.
+    /// Appends `value`, which must fit `bits` (at most 32) bits. Fewer than 32 bits are
+    /// pending between calls, so the accumulator never overflows.
+    #[inline]
     fn put(&mut self, value: u32, bits: u32) {
         self.acc |= u64::from(value) << self.len;
         self.len += bits;
-        while self.len >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.len -= 8;
+        if self.len >= 32 {
+            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.len -= 32;
         }
     }
 
-    /// Writes the last, partial byte.
+    /// Writes the pending bits, the last byte padded with zeros.
     pub(crate) fn finish(self) {
-        if self.len > 0 {
-            self.out.push(self.acc as u8);
-        }
+        let bytes = self.len.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
     }
 }
 
@@ -807,23 +809,28 @@ impl IntForms {
     }
 }
 
-/// Appends `values` (integers of up to `bits` bits) binned: their bin symbols as one
-/// coded stream ([`encode`] with `tables`), then every value's low bits, LSB first.
-pub(crate) fn encode_binned(
-    values: impl Iterator<Item = u64> + Clone,
-    bits: u32,
-    tables: &PageTables,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    let lead = bin_lead(bits);
-    let symbols: Vec<u8> = values.clone().map(|v| bin(v, lead).0).collect();
-    encode(&symbols, tables, out)?;
-    let mut writer = BitWriter::new(out);
-    for v in values {
-        writer.put_wide(v, bin(v, lead).1);
+impl IntForms {
+    /// Appends the integers counted (`values` again, integers of up to `bits` bits)
+    /// binned: their bin symbols as one coded stream ([`encode`] with `tables`), then
+    /// every value's low bits, LSB first.
+    pub(crate) fn encode_binned(
+        &self,
+        values: impl Iterator<Item = u64> + Clone,
+        bits: u32,
+        tables: &PageTables,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let lead = bin_lead(bits);
+        let symbols: Vec<u8> = values.clone().map(|v| bin(v, lead).0).collect();
+        encode_counted(&symbols, &self.bins, tables, out)?;
+        let bins = &BINS[(lead - 2) as usize];
+        let mut writer = BitWriter::new(out);
+        for (v, &symbol) in values.zip(&symbols) {
+            writer.put_wide(v, u32::from(bins[usize::from(symbol)].low));
+        }
+        writer.finish();
+        Ok(())
     }
-    writer.finish();
-    Ok(())
 }
 
 /// Decodes `symbols.len()` binned integers of up to `bits` bits from the start of
@@ -1002,14 +1009,24 @@ fn read_counts(
 /// Appends the coded form of `stream` to `out`, the smallest by estimate of: a page
 /// table of `tables`, a table of its own (tANS), a constant or a raw stream.
 pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<()> {
+    let mut counts = [0u32; 256];
+    count(stream, &mut counts);
+    encode_counted(stream, &counts, tables, out)
+}
+
+/// [`encode`] of a stream whose symbol counts are `counts`.
+fn encode_counted(
+    stream: &[u8],
+    counts: &Histogram,
+    tables: &PageTables,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let n = stream.len();
     if n > MAX_STREAM {
         return Err(Error::invalid(format!(
             "entropy-coded streams hold at most {MAX_STREAM} bytes, got {n}"
         )));
     }
-    let mut counts = [0u32; 256];
-    count(stream, &mut counts);
     let k = counts.iter().filter(|&&c| c > 0).count();
     if k == 1 {
         out.extend_from_slice(&[MODE_CONSTANT, stream[0]]);
@@ -1021,9 +1038,9 @@ pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<(
             .coders
             .iter()
             .enumerate()
-            .map(|(t, coder)| (t, 4.0 + coder.estimate(&counts)))
+            .map(|(t, coder)| (t, 4.0 + coder.estimate(counts)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        let own_len = own_estimate(&counts);
+        let own_len = own_estimate(counts);
         let coded = match shared {
             // Raw by estimate: no table to build.
             _ if own_len >= (1 + n) as f32
@@ -1037,7 +1054,7 @@ pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<(
             }
             _ => {
                 let log = table_log(n, k);
-                let own = Coder::new(normalize(&counts, n, log), log);
+                let own = Coder::new(normalize(counts, n, log), log);
                 out.push(MODE_TANS);
                 write_table(&own.norm, log, out);
                 own.encode_bits(stream, out)
