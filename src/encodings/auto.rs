@@ -38,8 +38,10 @@
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
 //!   encoder, not encoded twice;
 //! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
-//!   tables from it, [`MiniBlockCompressor::for_page`]) is made for the page once, tried
-//!   as made, and its tables' bytes are added to its estimate.
+//!   tables from it, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
+//!   chunk with tables of its own); when that is within 1.5x of the best estimate it is
+//!   made for the page once, tried again as made, and its tables' bytes are added to its
+//!   estimate (the tables save at most about a fifth, so one further off cannot win).
 //!
 //! The choice depends only on the page's bytes (never on timings), so the same page is
 //! always encoded the same way, by one thread or many.
@@ -110,6 +112,11 @@ const CLOSE: f64 = 1.08;
 /// hourly weather in 64 KiB chunks) can miss by more than [`CLOSE`], and the whole page
 /// costs little to try.
 const CLOSE_SMALL: f64 = 1.15;
+
+/// A candidate that learns from the page is made for it when, as it comes, it is within
+/// this factor of the best: what it learns (entropy tables shared by the chunks) saves
+/// at most about a fifth of its bytes (a chunk's own tables, on small pages).
+const LEARNED_GAIN: f64 = 1.5;
 
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;
@@ -442,41 +449,12 @@ impl AutoChooser {
         };
         let mut estimates: Vec<(Encoding, Option<f64>)> =
             self.compressors.iter().map(|(e, _)| (*e, None)).collect();
-        // Candidates that learn from the page are made for it once, and tried as made.
-        let mut page_compressors: Vec<Option<Box<dyn MiniBlockCompressor>>> = self
-            .compressors
-            .iter()
-            .map(|(encoding, compressor)| {
-                if encoding.is_alp() && !try_alp {
-                    Ok(None)
-                } else {
-                    compressor.for_page(values)
-                }
-            })
-            .collect::<Result<_>>()?;
-        // What a page compressor's encoding carries (its tables) is paid once per page:
-        // per value byte, it is added to every estimate of that candidate.
-        let carried: Vec<f64> = page_compressors
-            .iter()
-            .map(|page| {
-                page.as_ref().map_or(0.0, |c| {
-                    prost::Message::encoded_len(&c.array_encoding()) as f64
-                        / values.len().max(1) as f64
-                })
-            })
-            .collect();
-        let compressors: Vec<(Encoding, &dyn MiniBlockCompressor)> = self
-            .compressors
-            .iter()
-            .zip(&page_compressors)
-            .map(|((e, c), page)| (*e, page.as_deref().unwrap_or(c.as_ref())))
-            .collect();
-        for (i, &(encoding, compressor)) in compressors.iter().enumerate() {
-            if encoding.is_alp() && !try_alp {
-                continue;
-            }
-            if !is_zstd(encoding) {
-                estimates[i].1 = Some(trial.ratio(i, encoding, compressor, &first)? + carried[i]);
+        // Stage 1, every candidate as it comes (those that learn from the page, with no
+        // page tables yet).
+        let tried = |e: Encoding| try_alp || !e.is_alp();
+        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            if tried(*encoding) && !is_zstd(*encoding) {
+                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
             }
         }
         // Nothing to gain cheaply: with a knob that wants min_gain for slower decoding,
@@ -487,11 +465,46 @@ impl AutoChooser {
             .fold(f64::INFINITY, f64::min);
         let skip_zstd =
             self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;
-        for (i, &(encoding, compressor)) in compressors.iter().enumerate() {
-            if is_zstd(encoding) && !skip_zstd && (try_alp || !encoding.is_alp()) {
-                estimates[i].1 = Some(trial.ratio(i, encoding, compressor, &first)? + carried[i]);
+        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            if tried(*encoding) && is_zstd(*encoding) && !skip_zstd {
+                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
             }
         }
+        // Candidates that learn from the page are made for it (once: it costs a pass over
+        // a sample of the page) only when, without what they learn, they are within
+        // LEARNED_GAIN of the best; then tried again as made, and what their encoding
+        // carries (its tables), per value byte, is added to their estimates.
+        let best_so_far = estimates
+            .iter()
+            .filter_map(|(_, r)| *r)
+            .fold(f64::INFINITY, f64::min);
+        let mut page_compressors: Vec<Option<Box<dyn MiniBlockCompressor>>> = Vec::new();
+        let mut carried = Vec::new();
+        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            let promising = estimates[i]
+                .1
+                .is_some_and(|r| r <= best_so_far * LEARNED_GAIN);
+            let page = if promising {
+                compressor.for_page(values)?
+            } else {
+                None
+            };
+            let carries = page.as_ref().map_or(0.0, |c| {
+                prost::Message::encoded_len(&c.array_encoding()) as f64 / values.len().max(1) as f64
+            });
+            if let Some(page) = &page {
+                trial.encoded[i].clear();
+                estimates[i].1 = Some(trial.ratio(i, *encoding, page.as_ref(), &first)? + carries);
+            }
+            page_compressors.push(page);
+            carried.push(carries);
+        }
+        let compressors: Vec<(Encoding, &dyn MiniBlockCompressor)> = self
+            .compressors
+            .iter()
+            .zip(&page_compressors)
+            .map(|((e, c), page)| (*e, page.as_deref().unwrap_or(c.as_ref())))
+            .collect();
         // Stage 2: when the two smallest are close, measure them again on ~1/8 of it.
         let mut ranked: Vec<(usize, f64)> = estimates
             .iter()
