@@ -4,7 +4,8 @@
 //! file format fails here. Each set is frozen once written: `v1` holds the six encodings
 //! of byte stream split and general compression, `v2` adds the ALP encodings (and its
 //! `auto` column file may use them), `v3` the delta encodings, `v4` the entropy tables a
-//! page shares (`alp+ans`) and `delta+ans`; all must decode forever.
+//! page shares (`alp+ans`) and `delta+ans`, `v5` entropy-coded streams in four lanes
+//! (modes 4 and 5); all must decode forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -18,11 +19,12 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 4] = [
+const VERSIONS: [(&str, usize); 5] = [
     ("v1", 6),
     ("v2", 9),
     ("v3", 12),
     ("v4", Encoding::ALL.len()),
+    ("v5", Encoding::ALL.len()),
 ];
 
 fn dir(version: &str) -> PathBuf {

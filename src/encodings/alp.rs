@@ -609,9 +609,10 @@ impl AlpEncoder {
             forms.chosen_histograms(kind, may_bin.then_some(BIN_KIND), histograms);
             return false;
         }
-        if may_bin && forms.binned_is_smaller(&self.tables) {
+        let plan = forms.plan(&self.tables, may_bin);
+        if plan.binned {
             forms
-                .encode_binned(values.iter().copied(), bits, &self.tables, out)
+                .encode_binned(values.iter().copied(), bits, &self.tables, plan.wide, out)
                 .expect(FITS);
             return true;
         }
@@ -619,7 +620,7 @@ impl AlpEncoder {
         for j in 0..bits.div_ceil(8) {
             stream.clear();
             stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
-            entropy::encode(&stream, &self.tables, out).expect(FITS);
+            entropy::encode_lanes(&stream, &self.tables, plan.wide, out).expect(FITS);
         }
         false
     }

@@ -392,15 +392,16 @@ impl MiniBlockCompressor for DeltaEncoder {
             let bits = 8 * width as u32;
             let words = scratch.chunks_exact(width).map(read_le);
             let forms = entropy::IntForms::count(words.clone(), bits);
-            if forms.binned_is_smaller(&self.tables) {
+            let plan = forms.plan(&self.tables, true);
+            if plan.binned {
                 out.push(order | ENTROPY_BIT | BINNED_BIT);
-                forms.encode_binned(words, bits, &self.tables, out)?;
+                forms.encode_binned(words, bits, &self.tables, plan.wide, out)?;
             } else {
                 out.push(order | ENTROPY_BIT);
                 let mut split = Vec::with_capacity(values.len());
                 kernels::split_append(scratch, &mut split, width);
                 for stream in split.chunks_exact((values.len() / width).max(1)) {
-                    entropy::encode(stream, &self.tables, out)?;
+                    entropy::encode_lanes(stream, &self.tables, plan.wide, out)?;
                 }
             }
             if out.len() - start < HEADER_BYTES + values.len() {

@@ -10,7 +10,8 @@
 //!
 //! ```text
 //! stream of n bytes, as written (self-delimiting: a reader knows n)
-//!   byte 0   mode: 0 raw, 1 constant, 2 tANS
+//!   byte 0   mode: 0 raw, 1 constant, 2 tANS, 3 shared, 4 tANS in 4 lanes, 5 shared
+//!            in 4 lanes
 //!   raw      n bytes as they are
 //!   constant 1 byte: the value of every byte
 //!   tANS     byte  L: table log, 5..=12 (the table has 2^L states)
@@ -23,7 +24,13 @@
 //!                   bits each, lane 0 then lane 1), then the bits each symbol shed,
 //!                   first symbol first; byte i is coded in lane i % 2, and the last
 //!                   byte of each lane sheds nothing
+//!   tANS in 4 lanes  as tANS, with four final states (lane 0 first) and byte i in
+//!                   lane i % 4; at least 4 bytes
 //! ```
+//!
+//! Four lanes keep twice the table lookups in flight when decoding, for two more states
+//! in the stream (up to 3 bytes): the encoder takes them where that costs under 1/64 of
+//! the stream's share of its chunk, every stream of a chunk alike.
 //!
 //! A page may also carry **page tables** (in its encoding message, [`PageTables`]): one
 //! table per kind of stream, built from the page's own streams, so that a chunk's stream
@@ -32,9 +39,9 @@
 //! written once, built from more data, and turned into its decoding form once per page.
 //!
 //! ```text
-//!   shared   byte  3 (the mode)
+//!   shared   byte  3 (the mode; 5 for 4 lanes)
 //!            byte  t: the page table, below the page's table count
-//!            u16 LE: P, then P bytes of bit stream, as for tANS
+//!            u16 LE: P, then P bytes of bit stream, as for tANS (in 4 lanes)
 //!
 //! page tables (the bytes of `Alp.page_tables` and `Delta.page_tables`)
 //!   byte     T: table count, 1..=16
@@ -68,13 +75,40 @@ const MODE_RAW: u8 = 0;
 const MODE_CONSTANT: u8 = 1;
 const MODE_TANS: u8 = 2;
 const MODE_SHARED: u8 = 3;
+const MODE_TANS4: u8 = 4;
+const MODE_SHARED4: u8 = 5;
 
 /// Most page tables a page carries.
 pub const MAX_PAGE_TABLES: usize = 16;
 
-/// Interleaved coder states: byte i is coded in state i % LANES, so a decoder's table
-/// lookups for neighbouring bytes do not wait for each other.
+/// Interleaved coder states of modes 2 and 3: byte i is coded in state i % LANES, so a
+/// decoder's table lookups for neighbouring bytes do not wait for each other.
 const LANES: usize = 2;
+
+/// Interleaved states of modes 4 and 5, written for long streams: twice the lookups in
+/// flight, for two more final states in the stream.
+const WIDE_LANES: usize = 4;
+
+/// A stream is coded in [`WIDE_LANES`] lanes when the two extra final states cost at most
+/// this fraction of its estimated bytes: decoding time goes with the symbols, the states'
+/// cost with the table, so short or nearly constant streams keep two lanes.
+const WIDE_MAX_COST: f32 = 1.0 / 64.0;
+
+/// Whether the extra states of [`WIDE_LANES`] lanes in a table of `2^log` states cost
+/// little against `bytes`, a stream's share of its chunk.
+fn cheap_to_widen(bytes: f32, log: u32) -> bool {
+    let extra = ((WIDE_LANES - LANES) as u32 * log) as f32 / 8.0;
+    extra <= bytes * WIDE_MAX_COST
+}
+
+/// How [`IntForms`] code a chunk's integers.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plan {
+    /// Binned, not byte streams.
+    pub(crate) binned: bool,
+    /// Every coded stream in [`WIDE_LANES`] lanes.
+    pub(crate) wide: bool,
+}
 
 /// Largest table log: 4096 states.
 pub const MAX_TABLE_LOG: u32 = 12;
@@ -353,21 +387,22 @@ impl Coder {
         (bits + (LANES as u32 * self.log) as f32) / 8.0
     }
 
-    /// Appends `u16 P` and the P bytes of the bit stream coding `stream` (two or more
-    /// bytes, every one a symbol of the table); false when P would not fit a u16.
-    fn encode_bits(&self, stream: &[u8], out: &mut Vec<u8>) -> bool {
-        // Symbols last to first, byte i in lane i % LANES; the first one coded into a
-        // lane (its last byte) starts the lane from the first of its states and sheds
+    /// Appends `u16 P` and the P bytes of the bit stream coding `stream` in `L` lanes
+    /// (`L` or more bytes, every one a symbol of the table); false when P would not fit
+    /// a u16.
+    fn encode_bits<const L: usize>(&self, stream: &[u8], out: &mut Vec<u8>) -> bool {
+        // Symbols last to first, byte i in lane i % L; the first one coded into a lane
+        // (its last byte) starts the lane from the first of its states and sheds
         // nothing, as the decoder makes no step after it.
         let n = stream.len();
         let size = 1u32 << self.log;
         let mut shed: Vec<(u32, u32)> = Vec::with_capacity(n);
-        let mut state = [0u32; LANES];
+        let mut state = [0u32; L];
         for (i, &symbol) in stream.iter().enumerate().rev() {
             let s = usize::from(symbol);
-            let lane = &mut state[i % LANES];
+            let lane = &mut state[i % L];
             let first = usize::from(self.first[s]);
-            if i + LANES >= n {
+            if i + L >= n {
                 *lane = u32::from(self.states[first]);
                 continue;
             }
@@ -413,8 +448,12 @@ impl Decoder {
     }
 
     /// Decodes `out.len()` bytes from `rest`, which starts with `u16 P` and the bit
-    /// stream; returns the bytes of `rest` taken.
-    fn decode_bits(&self, rest: &[u8], out: &mut [u8]) -> std::result::Result<usize, String> {
+    /// stream in `L` lanes (2 or 4); returns the bytes of `rest` taken.
+    fn decode_bits<const L: usize>(
+        &self,
+        rest: &[u8],
+        out: &mut [u8],
+    ) -> std::result::Result<usize, String> {
         let n = out.len();
         let len = rest
             .get(..2)
@@ -430,48 +469,42 @@ impl Decoder {
         let log = self.log;
         // Bits are tracked by position: each step peeks a word there, so a refill is one
         // unaligned load and no branch on the accumulator; past the end zeros are read,
-        // and a position past the end is an overrun, checked once at the end.
+        // and a position past the end is an overrun, checked once at the end. The final
+        // states take at most 48 bits, which one peek (at least 57 bits) covers.
         let first = peek(bits, 0);
-        let mut state = [
-            (first & mask(log)) as usize,
-            (first >> log & mask(log)) as usize,
-        ];
-        let mut pos = 2 * log as usize;
-        // Two lanes, whose table lookups do not wait for each other; the bits are read
-        // in byte order, lane 0's before lane 1's. The last byte of each lane makes no
-        // step.
-        let steps = n.saturating_sub(LANES);
+        let mut state: [usize; L] =
+            std::array::from_fn(|l| (first >> (l as u32 * log) & mask(log)) as usize);
+        let mut pos = L * log as usize;
+        // L lanes, whose table lookups do not wait for each other; the bits are read in
+        // byte order, lane 0's first. The last byte of each lane makes no step.
+        let steps = n.saturating_sub(L);
         let (body, tail) = out.split_at_mut(steps);
-        // Four steps take at most 48 bits, which one peek (at least 57 bits) covers.
-        let mut quads = body.chunks_exact_mut(2 * LANES);
-        for quad in &mut quads {
+        // Four steps take at most 48 bits: one peek. Groups start at multiples of four,
+        // so step j of a group is in lane j % L.
+        let mut groups = body.chunks_exact_mut(4);
+        for group in &mut groups {
             let mut word = peek(bits, pos);
             let mut used = 0u32;
-            for pair in quad.chunks_exact_mut(LANES) {
-                let (e0, e1) = (table[state[0]], table[state[1]]);
-                pair[0] = e0.symbol;
-                pair[1] = e1.symbol;
-                let (b0, b1) = (u32::from(e0.bits), u32::from(e1.bits));
-                state[0] = usize::from(e0.base) + (word & mask(b0)) as usize;
-                word >>= b0;
-                state[1] = usize::from(e1.base) + (word & mask(b1)) as usize;
-                word >>= b1;
-                used += b0 + b1;
+            for (j, slot) in group.iter_mut().enumerate() {
+                let entry = table[state[j % L]];
+                *slot = entry.symbol;
+                let b = u32::from(entry.bits);
+                state[j % L] = usize::from(entry.base) + (word & mask(b)) as usize;
+                word >>= b;
+                used += b;
             }
             pos += used as usize;
         }
-        for (i, slot) in quads.into_remainder().iter_mut().enumerate() {
-            let entry = table[state[i % LANES]];
+        for (i, slot) in groups.into_remainder().iter_mut().enumerate() {
+            let entry = table[state[i % L]];
             *slot = entry.symbol;
             let b = u32::from(entry.bits);
-            state[i % LANES] = usize::from(entry.base) + (peek(bits, pos) & mask(b)) as usize;
+            state[i % L] = usize::from(entry.base) + (peek(bits, pos) & mask(b)) as usize;
             pos += b as usize;
         }
-        // The body's last step was in lane `(steps - 1) % 2`, so the tail starts in the
-        // other.
-        let first_lane = steps % LANES;
+        // Byte `steps` on is the tail: each lane's last byte, from its state.
         for (i, slot) in tail.iter_mut().enumerate() {
-            *slot = table[state[(first_lane + i) % LANES]].symbol;
+            *slot = table[state[(steps + i) % L]].symbol;
         }
         // Every byte of the bit stream used, none read past its end.
         if pos > 8 * len || pos.div_ceil(8) != len {
@@ -780,10 +813,27 @@ impl IntForms {
         }
     }
 
-    /// Whether bins are smaller than byte streams, by estimate, with `tables`.
-    pub(crate) fn binned_is_smaller(&self, tables: &PageTables) -> bool {
+    /// How to code these integers with `tables`: binned (when `may_bin` and that is
+    /// smaller by estimate) or as byte streams, and whether in wide lanes (when their
+    /// extra states cost little against the whole estimate).
+    pub(crate) fn plan(&self, tables: &PageTables, may_bin: bool) -> Plan {
         let streams: f32 = self.streams.iter().map(|c| estimate(c, tables)).sum();
-        estimate(&self.bins, tables) + (self.low_bits.div_ceil(8) as f32) < streams
+        let binned_len = estimate(&self.bins, tables) + (self.low_bits.div_ceil(8) as f32);
+        let binned = may_bin && binned_len < streams;
+        let (len, coded) = if binned {
+            (binned_len, 1)
+        } else {
+            (streams, self.streams.len())
+        };
+        Plan {
+            binned,
+            wide: cheap_to_widen(len / coded as f32, MAX_TABLE_LOG),
+        }
+    }
+
+    /// Whether bins are smaller than byte streams, by estimate, with `tables`.
+    fn binned_is_smaller(&self, tables: &PageTables) -> bool {
+        self.plan(tables, true).binned
     }
 
     /// Appends the histograms of the form the integers take without page tables (bins
@@ -811,18 +861,19 @@ impl IntForms {
 
 impl IntForms {
     /// Appends the integers counted (`values` again, integers of up to `bits` bits)
-    /// binned: their bin symbols as one coded stream ([`encode`] with `tables`), then
-    /// every value's low bits, LSB first.
+    /// binned: their bin symbols as one coded stream ([`encode_lanes`] with `tables`
+    /// and `wide`), then every value's low bits, LSB first.
     pub(crate) fn encode_binned(
         &self,
         values: impl Iterator<Item = u64> + Clone,
         bits: u32,
         tables: &PageTables,
+        wide: bool,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let lead = bin_lead(bits);
         let symbols: Vec<u8> = values.clone().map(|v| bin(v, lead).0).collect();
-        encode_counted(&symbols, &self.bins, tables, out)?;
+        encode_counted(&symbols, &self.bins, tables, Some(wide), out)?;
         let bins = &BINS[(lead - 2) as usize];
         let mut writer = BitWriter::new(out);
         for (v, &symbol) in values.zip(&symbols) {
@@ -1011,14 +1062,30 @@ fn read_counts(
 pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<()> {
     let mut counts = [0u32; 256];
     count(stream, &mut counts);
-    encode_counted(stream, &counts, tables, out)
+    encode_counted(stream, &counts, tables, None, out)
 }
 
-/// [`encode`] of a stream whose symbol counts are `counts`.
+/// [`encode`], in [`WIDE_LANES`] lanes (when the stream has that many bytes) or not as
+/// `wide` says: a chunk of several streams decides for all of them
+/// ([`IntForms::plan`]).
+pub(crate) fn encode_lanes(
+    stream: &[u8],
+    tables: &PageTables,
+    wide: bool,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let mut counts = [0u32; 256];
+    count(stream, &mut counts);
+    encode_counted(stream, &counts, tables, Some(wide), out)
+}
+
+/// [`encode`] of a stream whose symbol counts are `counts`, in wide lanes as `wide` says,
+/// or when the stream alone makes them cheap.
 fn encode_counted(
     stream: &[u8],
     counts: &Histogram,
     tables: &PageTables,
+    wide: Option<bool>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let n = stream.len();
@@ -1049,15 +1116,27 @@ fn encode_counted(
                 false
             }
             Some((t, len)) if len < own_len => {
-                out.extend_from_slice(&[MODE_SHARED, t as u8]);
-                tables.coders[t].encode_bits(stream, out)
+                let coder = &tables.coders[t];
+                if wide.unwrap_or_else(|| cheap_to_widen(len, coder.log)) && n >= WIDE_LANES {
+                    out.extend_from_slice(&[MODE_SHARED4, t as u8]);
+                    coder.encode_bits::<WIDE_LANES>(stream, out)
+                } else {
+                    out.extend_from_slice(&[MODE_SHARED, t as u8]);
+                    coder.encode_bits::<LANES>(stream, out)
+                }
             }
             _ => {
                 let log = table_log(n, k);
                 let own = Coder::new(normalize(counts, n, log), log);
-                out.push(MODE_TANS);
-                write_table(&own.norm, log, out);
-                own.encode_bits(stream, out)
+                if wide.unwrap_or_else(|| cheap_to_widen(own_len, log)) && n >= WIDE_LANES {
+                    out.push(MODE_TANS4);
+                    write_table(&own.norm, log, out);
+                    own.encode_bits::<WIDE_LANES>(stream, out)
+                } else {
+                    out.push(MODE_TANS);
+                    write_table(&own.norm, log, out);
+                    own.encode_bits::<LANES>(stream, out)
+                }
             }
         };
         if coded && out.len() - start < 1 + n {
@@ -1097,14 +1176,18 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
             out.fill(value);
             Ok(2)
         }
-        MODE_TANS => {
+        MODE_TANS | MODE_TANS4 => {
             let (norm, log, at) = read_table(rest).map_err(corrupt)?;
-            let used = Decoder::new(&norm, log)
-                .decode_bits(&rest[at..], out)
-                .map_err(corrupt)?;
+            let decoder = Decoder::new(&norm, log);
+            let used = if mode == MODE_TANS {
+                decoder.decode_bits::<LANES>(&rest[at..], out)
+            } else {
+                decoder.decode_bits::<WIDE_LANES>(&rest[at..], out)
+            }
+            .map_err(corrupt)?;
             Ok(1 + at + used)
         }
-        MODE_SHARED => {
+        MODE_SHARED | MODE_SHARED4 => {
             let &t = rest
                 .first()
                 .ok_or_else(|| corrupt("no page table index".to_owned()))?;
@@ -1114,7 +1197,12 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
                     tables.decoders.len()
                 ))
             })?;
-            let used = table.decode_bits(&rest[1..], out).map_err(corrupt)?;
+            let used = if mode == MODE_SHARED {
+                table.decode_bits::<LANES>(&rest[1..], out)
+            } else {
+                table.decode_bits::<WIDE_LANES>(&rest[1..], out)
+            }
+            .map_err(corrupt)?;
             Ok(2 + used)
         }
         other => Err(corrupt(format!("unknown mode {other}"))),
@@ -1258,7 +1346,7 @@ mod tests {
             let (mut own, mut shared) = (Vec::new(), Vec::new());
             encode(&stream, &none, &mut own).unwrap();
             encode(&stream, &tables, &mut shared).unwrap();
-            assert_eq!(shared[0], MODE_SHARED, "{n}");
+            assert!(matches!(shared[0], MODE_SHARED | MODE_SHARED4), "{n}");
             assert!(
                 shared.len() < own.len(),
                 "{n}: {} vs {}",
@@ -1275,7 +1363,7 @@ mod tests {
         odd[100] = 77;
         let mut coded = Vec::new();
         encode(&odd, &tables, &mut coded).unwrap();
-        assert_eq!(coded[0], MODE_TANS);
+        assert!(matches!(coded[0], MODE_TANS | MODE_TANS4));
         let mut back = vec![0; odd.len()];
         decode(&coded, &mut back, &parsed).unwrap();
         assert_eq!(back, odd);
@@ -1334,52 +1422,99 @@ mod tests {
         let stream: Vec<u8> = (0..700)
             .map(|_| [3u8, 3, 3, 4, 9, 200][(xorshift(&mut x) % 6) as usize])
             .collect();
-        let mut coded = Vec::new();
-        encode(&stream, &PageTables::default(), &mut coded).unwrap();
-        assert_eq!(coded[0], MODE_TANS);
-        let mut out = vec![0; stream.len()];
         let none = PageTables::default();
-        for len in 0..coded.len() {
-            assert!(
-                decode(&coded[..len], &mut out, &none).is_err(),
-                "{len}-byte prefix"
-            );
-        }
-        for at in 0..coded.len() {
-            for byte in [0, 1, 2, 0x7F, 0x80, 0xFF] {
+        for (wide, mode) in [(false, MODE_TANS), (true, MODE_TANS4)] {
+            let mut coded = Vec::new();
+            encode_lanes(&stream, &none, wide, &mut coded).unwrap();
+            assert_eq!(coded[0], mode);
+            let mut out = vec![0; stream.len()];
+            assert_eq!(decode(&coded, &mut out, &none).unwrap(), coded.len());
+            assert_eq!(out, stream);
+            for len in 0..coded.len() {
+                assert!(
+                    decode(&coded[..len], &mut out, &none).is_err(),
+                    "{len}-byte prefix"
+                );
+            }
+            for at in 0..coded.len() {
+                for byte in [0, 1, 2, 0x7F, 0x80, 0xFF] {
+                    let mut bad = coded.clone();
+                    bad[at] = byte;
+                    let _ = decode(&bad, &mut out, &none);
+                }
+            }
+            let mut bad = |f: &dyn Fn(&mut Vec<u8>), what: &str| {
                 let mut bad = coded.clone();
-                bad[at] = byte;
-                let _ = decode(&bad, &mut out, &none);
+                f(&mut bad);
+                let err = decode(&bad, &mut out, &none).expect_err(what);
+                assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{what}");
+            };
+            bad(&|c| c[0] = 6, "unknown mode");
+            bad(
+                &|c| c[0] = MODE_SHARED,
+                "a page table the page does not have",
+            );
+            bad(
+                &|c| c[0] = MODE_SHARED4,
+                "a page table the page does not have",
+            );
+            bad(&|c| c[1] = 13, "table log 13");
+            bad(&|c| c[1] = 0, "table log 0");
+            bad(
+                &|c| c[1] = 3,
+                "table log 3, whose spread would not be a permutation",
+            );
+            bad(&|c| c.swap(3, 4), "symbols out of order");
+            bad(&|c| c[4] = c[3], "a symbol twice");
+            bad(
+                &|c| {
+                    let k = usize::from(c[2]) + 1;
+                    let at = 3 + k + (k * usize::from(c[1])).div_ceil(8);
+                    let len = u16::from_le_bytes([c[at], c[at + 1]]) + 1;
+                    c[at..at + 2].copy_from_slice(&len.to_le_bytes());
+                    c.push(0);
+                },
+                "a byte past the bits the symbols need",
+            );
+            // The other lane count reads the same bits differently: never a panic.
+            let mut other = coded.clone();
+            other[0] = if wide { MODE_TANS } else { MODE_TANS4 };
+            let _ = decode(&other, &mut out, &none);
+        }
+    }
+
+    #[test]
+    fn wide_lanes_cost_two_states_and_decode_every_length() {
+        let mut x = 7u64;
+        let none = PageTables::default();
+        for n in [4, 5, 6, 7, 8, 9, 63, 64, 65, 1000] {
+            let stream: Vec<u8> = (0..n)
+                .map(|_| [1u8, 1, 2, 3, 5, 8][(xorshift(&mut x) % 6) as usize])
+                .collect();
+            let (mut narrow, mut wide) = (Vec::new(), Vec::new());
+            encode_lanes(&stream, &none, false, &mut narrow).unwrap();
+            encode_lanes(&stream, &none, true, &mut wide).unwrap();
+            for coded in [&narrow, &wide] {
+                let mut back = vec![0; n];
+                assert_eq!(decode(coded, &mut back, &none).unwrap(), coded.len());
+                assert_eq!(back, stream, "{n}");
+            }
+            if narrow[0] == MODE_TANS {
+                assert_eq!(wide[0], MODE_TANS4, "{n}");
+                // Two more states of at most 12 bits, and a lane's last symbol sheds
+                // nothing either way: within 3 bytes, give or take the rounding of the
+                // states' paths.
+                assert!(
+                    wide.len() <= narrow.len() + 4,
+                    "{n}: {} vs {}",
+                    wide.len(),
+                    narrow.len()
+                );
             }
         }
-        let mut bad = |f: &dyn Fn(&mut Vec<u8>), what: &str| {
-            let mut bad = coded.clone();
-            f(&mut bad);
-            let err = decode(&bad, &mut out, &none).expect_err(what);
-            assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{what}");
-        };
-        bad(&|c| c[0] = 4, "unknown mode");
-        bad(
-            &|c| c[0] = MODE_SHARED,
-            "a page table the page does not have",
-        );
-        bad(&|c| c[1] = 13, "table log 13");
-        bad(&|c| c[1] = 0, "table log 0");
-        bad(
-            &|c| c[1] = 3,
-            "table log 3, whose spread would not be a permutation",
-        );
-        bad(&|c| c.swap(3, 4), "symbols out of order");
-        bad(&|c| c[4] = c[3], "a symbol twice");
-        bad(
-            &|c| {
-                let k = usize::from(c[2]) + 1;
-                let at = 3 + k + (k * usize::from(c[1])).div_ceil(8);
-                let len = u16::from_le_bytes([c[at], c[at + 1]]) + 1;
-                c[at..at + 2].copy_from_slice(&len.to_le_bytes());
-                c.push(0);
-            },
-            "a byte past the bits the symbols need",
-        );
+        // Fewer bytes than wide lanes: two lanes whatever is asked.
+        let mut coded = Vec::new();
+        encode_lanes(&[1, 2, 1], &none, true, &mut coded).unwrap();
+        assert_ne!(coded[0], MODE_TANS4);
     }
 }
