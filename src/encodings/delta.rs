@@ -198,14 +198,11 @@ fn unbin<W: Word>(
     order: u8,
 ) -> Result<usize> {
     let mut sums = Sums::new(order);
-    let mut values = out.chunks_exact_mut(W::BYTES);
+    let mut at = 0;
     entropy::decode_binned(input, symbols, 8 * W::BYTES as u32, tables, |block| {
-        // A local copy keeps the sums in registers over the block.
-        let mut local = sums;
-        for (&v, value) in block.iter().zip(&mut values) {
-            W::write(local.next(v), value);
-        }
-        sums = local;
+        let end = (at + block.len() * W::BYTES).min(out.len());
+        sums.write::<W>(block, &mut out[at..end]);
+        at = end;
     })
 }
 
@@ -247,8 +244,13 @@ fn residuals<W: Word>(values: &[u8], order: u8, out: &mut [u8]) {
 /// Turns zigzag residuals of `order` back into values, in place.
 fn undo<W: Word>(values: &mut [u8], order: u8) {
     let mut sums = Sums::new(order);
-    for value in values.chunks_exact_mut(W::BYTES) {
-        W::write(sums.next(W::read(value)), value);
+    let mut block = [0u64; 256];
+    for part in values.chunks_mut(256 * W::BYTES) {
+        for (r, value) in block.iter_mut().zip(part.chunks_exact(W::BYTES)) {
+            *r = W::read(value);
+        }
+        let len = part.len() / W::BYTES;
+        sums.write::<W>(&block[..len], part);
     }
 }
 
@@ -271,23 +273,30 @@ impl Sums {
         }
     }
 
-    /// The next value, from its zigzag residual.
-    #[inline]
-    fn next(&mut self, residual: u64) -> u64 {
-        let r = unzigzag(residual);
+    /// Writes the values of the zigzag `residuals` that come next into `out` (`W` bytes
+    /// each, as many as both hold), keeping the running sums in locals, one loop per
+    /// order.
+    fn write<W: Word>(&mut self, residuals: &[u64], out: &mut [u8]) {
+        let values = residuals.iter().zip(out.chunks_exact_mut(W::BYTES));
+        let mut prev = self.prev;
         if self.order2 {
-            // The first two residuals are the first value and the first difference.
-            self.delta = if self.seen < 2 {
-                r
-            } else {
-                self.delta.wrapping_add(r)
-            };
-            self.seen += 1;
-            self.prev = self.prev.wrapping_add(self.delta);
+            let (mut delta, mut seen) = (self.delta, self.seen);
+            for (&residual, value) in values {
+                let r = unzigzag(residual);
+                // The first two residuals are the first value and the first difference.
+                delta = if seen < 2 { r } else { delta.wrapping_add(r) };
+                seen = seen.saturating_add(1);
+                prev = prev.wrapping_add(delta);
+                W::write(prev, value);
+            }
+            (self.delta, self.seen) = (delta, seen);
         } else {
-            self.prev = self.prev.wrapping_add(r);
+            for (&residual, value) in values {
+                prev = prev.wrapping_add(unzigzag(residual));
+                W::write(prev, value);
+            }
         }
-        self.prev
+        self.prev = prev;
     }
 }
 
