@@ -377,12 +377,10 @@ impl Coder {
     /// Estimated bytes of the bit stream coding a stream of these symbol counts: the
     /// information content plus the lanes' final states; infinite when a symbol is
     /// missing from the table.
-    fn estimate(&self, counts: &Histogram) -> f32 {
-        let bits: f32 = counts
+    fn estimate(&self, present: &Present) -> f32 {
+        let bits: f32 = present
             .iter()
-            .zip(&self.cost)
-            .filter(|(&c, _)| c > 0)
-            .map(|(&c, &cost)| c as f32 * cost)
+            .map(|&(s, c)| c as f32 * self.cost[usize::from(s)])
             .sum();
         (bits + (LANES as u32 * self.log) as f32) / 8.0
     }
@@ -603,8 +601,10 @@ impl PageTables {
             // own table, or raw).
             let saved: f64 = streams
                 .iter()
-                .filter(|(k, h)| *k == kind && h.iter().filter(|&&c| c > 0).count() >= 2)
-                .map(|(_, h)| f64::from((own_estimate(h) - 4.0 - coder.estimate(h)).max(0.0)))
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, h)| Present::of(h))
+                .filter(|present| present.len() >= 2)
+                .map(|p| f64::from((own_estimate(&p) - 4.0 - coder.estimate(&p)).max(0.0)))
                 .sum();
             if saved * scale > page_table_len(&norm) as f64 {
                 tables.push((norm, log));
@@ -682,9 +682,36 @@ impl PageTables {
     }
 }
 
+/// The symbols a histogram holds and their counts, in symbol order: what estimates
+/// iterate, where most streams hold a few of the 256.
+struct Present {
+    items: [(u8, u32); 256],
+    len: usize,
+}
+
+impl Present {
+    fn of(counts: &Histogram) -> Self {
+        let mut items = [(0u8, 0u32); 256];
+        let mut len = 0;
+        for (s, &c) in counts.iter().enumerate() {
+            items[len] = (s as u8, c);
+            len += usize::from(c > 0);
+        }
+        Self { items, len }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, (u8, u32)> {
+        self.items[..self.len].iter()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 /// Estimated bytes of a stream of these counts coded with a table of its own.
-fn own_estimate(counts: &Histogram) -> f32 {
-    let (k, n, bits) = information(counts);
+fn own_estimate(present: &Present) -> f32 {
+    let (k, n, bits) = information(present);
     let log = table_log(n, k);
     let tans = 3.0 + table_len(k, log) as f32 + (bits + (LANES as u32 * log) as f32) / 8.0;
     tans.min(1.0 + n as f32)
@@ -692,26 +719,42 @@ fn own_estimate(counts: &Histogram) -> f32 {
 
 /// The symbol count, the byte count and the information content in bits (order 0) of a
 /// stream of these counts: what a table of its own codes it in, near enough to choose.
-fn information(counts: &Histogram) -> (usize, usize, f32) {
-    let (mut k, mut n, mut sum) = (0usize, 0usize, 0f32);
-    for &c in counts.iter().filter(|&&c| c > 0) {
-        k += 1;
+fn information(present: &Present) -> (usize, usize, f32) {
+    let log2 = Log2::table();
+    let (k, mut n, mut sum) = (present.len(), 0usize, 0f32);
+    for &(_, c) in present.iter() {
         n += c as usize;
-        sum += c as f32 * log2(c);
+        sum += c as f32 * log2.of(c);
     }
     // sum c * log2(n / c) = n log2 n - sum c log2 c
-    let bits = n as f32 * log2(n as u32) - sum;
+    let bits = n as f32 * log2.of(n as u32) - sum;
     (k, n, bits.max(0.0))
 }
 
-/// `log2(x)`, from a table below 4096 (the counts of a chunk's stream), else computed.
+/// `log2(x)` of the counts of a chunk's stream, from a table below 4096, else computed;
+/// taken once per estimate, so that its lazy initialisation is checked once, not per
+/// symbol.
+struct Log2(&'static [f32]);
+
+impl Log2 {
+    fn table() -> Self {
+        static TABLE: std::sync::LazyLock<Vec<f32>> =
+            std::sync::LazyLock::new(|| (0..4096u32).map(|x| (x.max(1) as f32).log2()).collect());
+        Self(&TABLE)
+    }
+
+    #[inline]
+    fn of(&self, x: u32) -> f32 {
+        self.0
+            .get(x as usize)
+            .copied()
+            .unwrap_or_else(|| (x as f32).log2())
+    }
+}
+
+/// `log2(x)` for one count.
 fn log2(x: u32) -> f32 {
-    static TABLE: std::sync::LazyLock<Vec<f32>> =
-        std::sync::LazyLock::new(|| (0..4096u32).map(|x| (x.max(1) as f32).log2()).collect());
-    TABLE
-        .get(x as usize)
-        .copied()
-        .unwrap_or_else(|| (x as f32).log2())
+    Log2::table().of(x)
 }
 
 /// Bits after the leading one that a bin holds for integers of up to `bits` bits: 3 up
@@ -876,8 +919,16 @@ impl IntForms {
         encode_counted(&symbols, &self.bins, tables, Some(wide), out)?;
         let bins = &BINS[(lead - 2) as usize];
         let mut writer = BitWriter::new(out);
-        for (v, &symbol) in values.zip(&symbols) {
-            writer.put_wide(v, u32::from(bins[usize::from(symbol)].low));
+        if bits <= 32 {
+            // At most 28 low bits: one put each.
+            for (v, &symbol) in values.zip(&symbols) {
+                let low = u32::from(bins[usize::from(symbol)].low);
+                writer.put((v & mask(low)) as u32, low);
+            }
+        } else {
+            for (v, &symbol) in values.zip(&symbols) {
+                writer.put_wide(v, u32::from(bins[usize::from(symbol)].low));
+            }
         }
         writer.finish();
         Ok(())
@@ -943,15 +994,15 @@ const BIN_BLOCK: usize = 256;
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
 /// a constant, raw, a table of its own and the best page table of `tables`.
 pub fn estimate(counts: &Histogram, tables: &PageTables) -> f32 {
-    let k = counts.iter().filter(|&&c| c > 0).count();
-    if k <= 1 {
+    let present = Present::of(counts);
+    if present.len() <= 1 {
         return 2.0;
     }
     tables
         .coders
         .iter()
-        .map(|coder| 4.0 + coder.estimate(counts))
-        .fold(own_estimate(counts), f32::min)
+        .map(|coder| 4.0 + coder.estimate(&present))
+        .fold(own_estimate(&present), f32::min)
 }
 
 /// Symbol lists of more symbols than this are written as a 256-bit set.
@@ -1094,7 +1145,8 @@ fn encode_counted(
             "entropy-coded streams hold at most {MAX_STREAM} bytes, got {n}"
         )));
     }
-    let k = counts.iter().filter(|&&c| c > 0).count();
+    let present = Present::of(counts);
+    let k = present.len();
     if k == 1 {
         out.extend_from_slice(&[MODE_CONSTANT, stream[0]]);
         return Ok(());
@@ -1105,9 +1157,9 @@ fn encode_counted(
             .coders
             .iter()
             .enumerate()
-            .map(|(t, coder)| (t, 4.0 + coder.estimate(counts)))
+            .map(|(t, coder)| (t, 4.0 + coder.estimate(&present)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        let own_len = own_estimate(counts);
+        let own_len = own_estimate(&present);
         let coded = match shared {
             // Raw by estimate: no table to build.
             _ if own_len >= (1 + n) as f32
