@@ -5,7 +5,7 @@
 //! of byte stream split and general compression, `v2` adds the ALP encodings (and its
 //! `auto` column file may use them), `v3` the delta encodings, `v4` the entropy tables a
 //! page shares (`alp+ans`) and `delta+ans`, `v5` entropy-coded streams in four lanes
-//! (modes 4 and 5); all must decode forever.
+//! (modes 4 and 5) and `alp-rd`; all must decode forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -23,7 +23,7 @@ const VERSIONS: [(&str, usize); 5] = [
     ("v1", 6),
     ("v2", 9),
     ("v3", 12),
-    ("v4", Encoding::ALL.len()),
+    ("v4", 13),
     ("v5", Encoding::ALL.len()),
 ];
 

@@ -10,7 +10,7 @@
 //!
 //! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
 //!   values) delta+lz4, delta+ans and delta+zstd and (for 4- and 8-byte values) alp,
-//!   alp+lz4, alp+ans and alp+zstd; plain and bss can be
+//!   alp-rd, alp+lz4, alp+ans and alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - favouring size alone (`min_gain = 0`), an LZ4 candidate is not tried when the same
@@ -31,7 +31,7 @@
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, delta+lz4, alp,
-//!   alp+lz4, alp+ans, zstd, bss+zstd, delta+zstd, alp+zstd, delta+ans); walking from
+//!   alp-rd, alp+lz4, alp+ans, zstd, bss+zstd, delta+zstd, alp+zstd, delta+ans); walking from
 //!   the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
@@ -196,13 +196,14 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 13] = [
+const SPEED_ORDER: [Encoding; 14] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
     Encoding::BssLz4,
     Encoding::DeltaLz4,
     Encoding::Alp,
+    Encoding::AlpRd,
     Encoding::AlpLz4,
     Encoding::AlpAns,
     Encoding::Zstd,

@@ -12,6 +12,7 @@
 //! | [`flat`] | values as they are | `flat { bits_per_value }` |
 //! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
 //! | [`alp`] | decimal floats as integers, bit-packed or in byte streams (entropy-coded with [`entropy`] and the page's tables, or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded, page_tables }` (ours: field 100) |
+//! | [`alp_rd`] | floats that are not decimals: each value's front bits through a chunk dictionary of at most 8, the rest bit-packed, with exceptions | `alp_rd { bits_per_value }` (ours: field 102) |
 //! | [`delta`] | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins) | `delta { bits_per_value, entropy_coded, page_tables }` (ours: field 101) |
 //! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
@@ -20,6 +21,7 @@
 //! message says the width.
 
 pub mod alp;
+pub mod alp_rd;
 pub mod auto;
 pub mod byte_stream_split;
 pub mod delta;
@@ -37,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding};
 
 pub use alp::{AlpDecompressor, AlpEncoder, IntLayout};
+pub use alp_rd::{AlpRdDecompressor, AlpRdEncoder};
 pub use auto::{AutoChooser, AutoOptions, Choice, Strategy, DEFAULT_MIN_GAIN};
 pub use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
 pub use delta::{DeltaDecompressor, DeltaEncoder};
@@ -504,6 +507,9 @@ pub enum Encoding {
     /// ALP, integers in byte streams each entropy-coded (tANS) with its own table, behind
     /// a compact header; no general compressor.
     AlpAns,
+    /// ALP-RD: floats that are not decimals, each value's front bits through a chunk
+    /// dictionary, the rest bit-packed (32- and 64-bit floats only).
+    AlpRd,
     /// Delta (values as integers, differenced, zigzag coded, byte-stream split), each
     /// chunk compressed with LZ4 (1-, 2-, 4- and 8-byte values).
     DeltaLz4,
@@ -516,7 +522,7 @@ pub enum Encoding {
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 13] = [
+    pub const ALL: [Encoding; 14] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -527,6 +533,7 @@ impl Encoding {
         Encoding::AlpLz4,
         Encoding::AlpZstd,
         Encoding::AlpAns,
+        Encoding::AlpRd,
         Encoding::DeltaLz4,
         Encoding::DeltaZstd,
         Encoding::DeltaAns,
@@ -545,17 +552,18 @@ impl Encoding {
             Encoding::AlpLz4 => "alp+lz4",
             Encoding::AlpZstd => "alp+zstd",
             Encoding::AlpAns => "alp+ans",
+            Encoding::AlpRd => "alp-rd",
             Encoding::DeltaLz4 => "delta+lz4",
             Encoding::DeltaZstd => "delta+zstd",
             Encoding::DeltaAns => "delta+ans",
         }
     }
 
-    /// Whether the encoding takes values of `width` bytes: ALP takes 4- and 8-byte floats,
-    /// delta 1-, 2-, 4- and 8-byte values, the others every width from 1 to
-    /// [`MAX_VALUE_WIDTH`].
+    /// Whether the encoding takes values of `width` bytes: ALP and ALP-RD take 4- and
+    /// 8-byte floats, delta 1-, 2-, 4- and 8-byte values, the others every width from 1
+    /// to [`MAX_VALUE_WIDTH`].
     pub fn supports_width(self, width: usize) -> bool {
-        if self.is_alp() {
+        if self.is_alp() || self == Encoding::AlpRd {
             width == 4 || width == 8
         } else if self.is_delta() {
             delta::supports_width(width)
@@ -598,6 +606,7 @@ impl Encoding {
             | Encoding::Bss
             | Encoding::Alp
             | Encoding::AlpAns
+            | Encoding::AlpRd
             | Encoding::DeltaAns => None,
             Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 | Encoding::DeltaLz4 => {
                 Some(CompressionScheme::Lz4)
@@ -636,6 +645,8 @@ impl Encoding {
                     .with_chunk_values(chunk_values)?
                     .with_layout(layout),
             )
+        } else if self == Encoding::AlpRd {
+            Box::new(AlpRdEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else if self.is_delta() {
             let delta = DeltaEncoder::try_new(bits)?.with_chunk_values(chunk_values)?;
             Box::new(if self == Encoding::DeltaAns {
@@ -671,6 +682,7 @@ impl Encoding {
             } else {
                 Encoding::Alp
             }),
+            array_encoding::ArrayEncoding::AlpRd(_) => Some(Encoding::AlpRd),
             // Delta alone is written only entropy-coded: otherwise it only ever shrinks
             // under a compressor.
             array_encoding::ArrayEncoding::Delta(delta) => {
@@ -798,6 +810,9 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
             };
             format!("alp({}-bit{coded})", alp.bits_per_value)
         }
+        Some(array_encoding::ArrayEncoding::AlpRd(alp_rd)) => {
+            format!("alp_rd({}-bit)", alp_rd.bits_per_value)
+        }
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
             let coded = if delta.entropy_coded {
                 ", entropy-coded"
@@ -855,6 +870,9 @@ fn decompressor_at_depth(
             Ok(Box::new(ByteStreamSplitDecompressor::with_width(width)))
         }
         Some(array_encoding::ArrayEncoding::Alp(alp)) => Ok(Box::new(AlpDecompressor::new(alp)?)),
+        Some(array_encoding::ArrayEncoding::AlpRd(alp_rd)) => {
+            Ok(Box::new(AlpRdDecompressor::new(alp_rd)?))
+        }
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
             let width = bits(delta.bits_per_value, "delta")?;
             if !delta::supports_width(width) {

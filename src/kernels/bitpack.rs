@@ -41,29 +41,70 @@ pub(crate) fn pack(values: &[u64], bits: u8, out: &mut Vec<u8>) {
 /// Unpacks `n` values of `bits` bits from `packed` (exactly [`packed_len`] bytes), handing
 /// them to `sink` a block of up to 64 at a time, in order.
 pub(crate) fn unpack(packed: &[u8], n: usize, bits: u8, mut sink: impl FnMut(&[u64])) {
+    check_packed(packed, n, bits);
+    let mut words = [0u64; BLOCK];
+    let mut values = [0u64; BLOCK];
+    let mut done = 0;
+    while done < n {
+        let count = (n - done).min(BLOCK);
+        load_block(packed, bits, done / BLOCK, &mut words);
+        dispatch_unpack(bits, &words, &mut values);
+        sink(&values[..count]);
+        done += count;
+    }
+}
+
+/// [`unpack`] of two packed streams of `n` values each, `a` at `bits_a` bits and `b` at
+/// `bits_b`, handing `sink` their blocks side by side.
+pub(crate) fn unpack_pair(
+    (a, bits_a): (&[u8], u8),
+    (b, bits_b): (&[u8], u8),
+    n: usize,
+    mut sink: impl FnMut(&[u64], &[u64]),
+) {
+    check_packed(a, n, bits_a);
+    check_packed(b, n, bits_b);
+    let mut words = [0u64; BLOCK];
+    let (mut values_a, mut values_b) = ([0u64; BLOCK], [0u64; BLOCK]);
+    let mut done = 0;
+    while done < n {
+        let count = (n - done).min(BLOCK);
+        load_block(a, bits_a, done / BLOCK, &mut words);
+        dispatch_unpack(bits_a, &words, &mut values_a);
+        load_block(b, bits_b, done / BLOCK, &mut words);
+        dispatch_unpack(bits_b, &words, &mut values_b);
+        sink(&values_a[..count], &values_b[..count]);
+        done += count;
+    }
+}
+
+fn check_packed(packed: &[u8], n: usize, bits: u8) {
     assert!(bits <= 64, "bit width {bits} over 64");
     assert_eq!(
         packed.len(),
         packed_len(n, bits),
         "packed bytes for {n} values of {bits} bits"
     );
+}
+
+/// The `bits` words of block `block` of `packed`, zero past its end.
+#[inline]
+fn load_block(packed: &[u8], bits: u8, block: usize, words: &mut [u64; BLOCK]) {
     let block_bytes = 8 * usize::from(bits);
-    let mut words = [0u64; BLOCK];
-    let mut values = [0u64; BLOCK];
-    let mut done = 0;
-    while done < n {
-        let count = (n - done).min(BLOCK);
-        let offset = done / BLOCK * block_bytes;
-        let bytes = &packed[offset..(offset + block_bytes).min(packed.len())];
+    let offset = block * block_bytes;
+    let bytes = &packed[offset..(offset + block_bytes).min(packed.len())];
+    if bytes.len() == block_bytes {
+        // A whole block: word loads, no copy of a length known only at run time.
+        for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            *word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+    } else {
         words[..usize::from(bits)].fill(0);
         for (word, chunk) in words.iter_mut().zip(bytes.chunks(8)) {
             let mut le = [0u8; 8];
             le[..chunk.len()].copy_from_slice(chunk);
             *word = u64::from_le_bytes(le);
         }
-        dispatch_unpack(bits, &words, &mut values);
-        sink(&values[..count]);
-        done += count;
     }
 }
 
