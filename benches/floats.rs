@@ -7,8 +7,8 @@
 //! sizes are printed and every round trip is checked bit for bit.
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
-//! for `auto:0`, `alp+ans`, `alp+zstd`, `delta+ans`, `delta+zstd`, `bss+zstd`, `pco`,
-//! `parquet`). A page's size counts its chunk table and its encoding message.
+//! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta+zstd`,
+//! `bss+zstd`, `pco`, `parquet`). A page's size counts its chunk table and its encoding message.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -45,10 +45,12 @@ fn files() -> Vec<PathBuf> {
 /// Encoded pages, each with its chunk table.
 type Pages = Vec<(EncodedPage, Vec<u8>)>;
 
-const STRATEGIES: [&str; 6] = [
+const STRATEGIES: [&str; 8] = [
     "auto:0",
+    "auto",
     "alp+ans",
     "alp+zstd",
+    "alp-rd",
     "delta+ans",
     "delta+zstd",
     "bss+zstd",

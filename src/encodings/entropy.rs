@@ -326,6 +326,10 @@ struct Coder {
     /// For symbol s with count c, its states for x in c..2c start at `first[s]`.
     first: [u16; 256],
     count_of: [u32; 256],
+    /// For symbol s: `(most << 16) - (count << most)`, `most` its most bits shed, so
+    /// that a state x sheds `(x + delta) >> 16` bits (Zstd's FSE: one add and a shift
+    /// where comparing x with `count << most` would branch).
+    delta: [u32; 256],
     states: Vec<u16>,
     /// Bits per occurrence, `log - log2(count)`; infinite for symbols the table lacks.
     cost: [f32; 256],
@@ -356,11 +360,18 @@ impl Coder {
             // `size + u` is below 2^13.
             states[usize::from(first[s]) + (x - count_of[s]) as usize] = (size + u) as u16;
         }
+        let mut delta = [0u32; 256];
+        for &(symbol, count) in &norm {
+            let most = log - count.ilog2();
+            // States lie in [2^log, 2^(log+1)): (most << 16) + 2^(log+1) fits a u32.
+            delta[usize::from(symbol)] = (most << 16).wrapping_sub(count << most);
+        }
         Self {
             log,
             norm,
             first,
             count_of,
+            delta,
             states,
             cost: [f32::INFINITY; 256],
         }
@@ -405,10 +416,7 @@ impl Coder {
                 continue;
             }
             let c = self.count_of[s];
-            let mut bits = lane.ilog2() - c.ilog2();
-            if (*lane >> bits) < c {
-                bits -= 1;
-            }
+            let bits = lane.wrapping_add(self.delta[s]) >> 16;
             shed.push((*lane & ((1 << bits) - 1), bits));
             *lane = u32::from(self.states[first + ((*lane >> bits) - c) as usize]);
         }
