@@ -4,10 +4,7 @@
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array};
-use miniblock::encodings::{
-    decompressor_for, ByteStreamSplitDecompressor, ByteStreamSplitEncoder, ChunkStorage,
-    DeltaEncoder, FlatEncoder, MiniBlockCompressor, MiniBlockDecompressor,
-};
+use miniblock::encodings::{decompressor_for, ChunkStorage};
 use miniblock::proto::encodings::{
     array_encoding, ArrayEncoding, ByteStreamSplit, Compression, Delta, Flat, GeneralMiniBlock,
 };
@@ -103,20 +100,13 @@ fn array_encoding_wire_bytes_match_lance_field_numbers() {
 fn widths_that_are_not_whole_bytes_are_refused() {
     let max = 8 * miniblock::encodings::MAX_VALUE_WIDTH as u64;
     for bits in [0u64, 1, 7, 31, 33, 100, max + 8, u64::MAX] {
-        assert_eq!(
-            ByteStreamSplitEncoder::try_new(bits).unwrap_err().kind(),
-            ErrorKind::InvalidArgument
-        );
-        assert_eq!(
-            ByteStreamSplitDecompressor::try_new(bits)
-                .unwrap_err()
-                .kind(),
-            ErrorKind::InvalidArgument
-        );
-        assert_eq!(
-            FlatEncoder::try_new(bits).unwrap_err().kind(),
-            ErrorKind::InvalidArgument
-        );
+        for encoding in [Encoding::Bss, Encoding::Plain, Encoding::BssZstd] {
+            assert_eq!(
+                encoding.compressor(bits).unwrap_err().kind(),
+                ErrorKind::InvalidArgument,
+                "{encoding} of {bits} bits"
+            );
+        }
         let encoding = ArrayEncoding {
             array_encoding: Some(array_encoding::ArrayEncoding::ByteStreamSplit(
                 ByteStreamSplit {
@@ -131,7 +121,7 @@ fn widths_that_are_not_whole_bytes_are_refused() {
     }
     // Any whole number of bytes is a width: floats, integers, decimals, binaries.
     for bits in [8u64, 16, 32, 40, 64, 128, 256, max] {
-        let encoder = ByteStreamSplitEncoder::try_new(bits).unwrap();
+        let encoder = Encoding::Bss.compressor(bits).unwrap();
         assert_eq!(encoder.value_width() as u64 * 8, bits);
         assert_eq!(
             decompressor_for(&encoder.array_encoding())
@@ -141,7 +131,6 @@ fn widths_that_are_not_whole_bytes_are_refused() {
             bits
         );
     }
-    assert!(std::panic::catch_unwind(|| ByteStreamSplitEncoder::new(12)).is_err());
     // Variable-width and bit-packed Arrow types are not fixed-width values.
     for array in [
         Arc::new(arrow_array::StringArray::from(vec!["a"])) as ArrayRef,
@@ -167,11 +156,14 @@ fn delta_takes_whole_integer_widths_only() {
     for bits in [0u64, 7, 24, 40, 128, 256, u64::MAX] {
         let err = decompressor_for(&delta(bits)).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{bits}: {err}");
-        assert!(DeltaEncoder::try_new(bits).is_err(), "{bits}");
+        for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd, Encoding::DeltaAns] {
+            assert!(
+                encoding.compressor(bits).is_err(),
+                "{encoding} of {bits} bits"
+            );
+        }
     }
     for bits in [8u64, 16, 32, 64] {
-        let encoder = DeltaEncoder::try_new(bits).unwrap();
-        assert_eq!(encoder.array_encoding(), delta(bits));
         let decompressor = decompressor_for(&delta(bits)).unwrap();
         assert_eq!(decompressor.value_width() as u64 * 8, bits);
         for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd, Encoding::DeltaAns] {
@@ -273,7 +265,7 @@ fn bad_encoding_messages_are_errors_of_the_right_kind() {
 
 #[test]
 fn raw_chunk_marked_compressed_is_corrupt() {
-    let d = ByteStreamSplitDecompressor::try_new(32).unwrap();
+    let d = decompressor_for(&Encoding::Bss.compressor(32).unwrap().array_encoding()).unwrap();
     let err = d
         .decompress(&[0; 16], 4, ChunkStorage::Compressed)
         .unwrap_err();

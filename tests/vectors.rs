@@ -11,7 +11,7 @@ use std::path::Path;
 
 use arrow_array::Array;
 use arrow_schema::DataType;
-use miniblock::encodings::{ByteStreamSplitDecompressor, ChunkStorage, MiniBlockDecompressor};
+use miniblock::encodings::{decompressor_for, ChunkStorage};
 use miniblock::page::{ChunkMeta, ChunkTableFormat};
 use miniblock::proto::encodings::{array_encoding, ArrayEncoding, ByteStreamSplit};
 use miniblock::shuffle::{shuffle, unshuffle};
@@ -123,7 +123,8 @@ fn float_vectors_decode_as_one_chunk() {
             Some(plain) => read(&dir, plain),
             None => unshuffle(&chunk, bits as usize / 8).unwrap(),
         };
-        let decoded = ByteStreamSplitDecompressor::try_new(bits)
+        let message = Encoding::Bss.compressor(bits).unwrap().array_encoding();
+        let decoded = decompressor_for(&message)
             .unwrap()
             .decompress(&chunk, n, ChunkStorage::Raw)
             .unwrap();

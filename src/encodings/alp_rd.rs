@@ -250,11 +250,11 @@ pub struct AlpRdDecompressor {
 }
 
 impl AlpRdDecompressor {
-    /// The decoder an `AlpRd` message describes.
-    pub fn new(message: &AlpRd) -> Result<Self> {
-        check_bits(message.bits_per_value)?;
+    /// The decoder an `AlpRd` message of `bits_per_value` describes.
+    pub fn new(bits_per_value: u64) -> Result<Self> {
+        check_bits(bits_per_value)?;
         Ok(Self {
-            width: message.bits_per_value as usize / 8,
+            width: bits_per_value as usize / 8,
         })
     }
 }
@@ -464,10 +464,7 @@ mod tests {
     }
 
     fn decode(chunk: &[u8], n: usize, bits: u64) -> Result<Vec<u8>> {
-        let decoder = AlpRdDecompressor::new(&AlpRd {
-            bits_per_value: bits,
-        })
-        .unwrap();
+        let decoder = AlpRdDecompressor::new(bits).unwrap();
         let mut out = vec![0; n * bits as usize / 8];
         decoder.decompress_into(chunk, n, ChunkStorage::Raw, &mut out, &mut Vec::new())?;
         Ok(out)

@@ -15,10 +15,10 @@
 //! which is what makes the chunk compress.
 //!
 //! ```
-//! use miniblock::encodings::{ByteStreamSplitEncoder, MiniBlockCompressor};
+//! use miniblock::Encoding;
 //! let values: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
 //! let mut chunk = Vec::new();
-//! ByteStreamSplitEncoder::try_new(32)?.compress_chunk(&values, &mut chunk, &mut Vec::new())?;
+//! Encoding::Bss.compressor(32)?.compress_chunk(&values, &mut chunk, &mut Vec::new())?;
 //! assert_eq!(
 //!     chunk,
 //!     [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x40, 0x80, 0x3F, 0x40, 0x40, 0x40]
@@ -30,7 +30,7 @@ use arrow_buffer::MutableBuffer;
 
 use super::flat::{check_raw_chunk, check_raw_chunk_len};
 use super::{
-    check_uncompressed_run, uncompressed_run_chunk_len, width_from_bits, ChunkShape, ChunkStorage,
+    check_uncompressed_run, uncompressed_run_chunk_len, ChunkShape, ChunkStorage,
     MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::Result;
@@ -58,12 +58,6 @@ impl ByteStreamSplitEncoder {
         Ok(Self {
             shape: self.shape.with_chunk_values(chunk_values)?,
         })
-    }
-
-    /// Like [`try_new`](Self::try_new), panicking on a width that is not a whole number
-    /// of bytes.
-    pub fn new(bits_per_value: u64) -> Self {
-        Self::try_new(bits_per_value).expect("bits_per_value must be a multiple of 8")
     }
 }
 
@@ -114,11 +108,6 @@ pub struct ByteStreamSplitDecompressor {
 }
 
 impl ByteStreamSplitDecompressor {
-    /// A decompressor for values of `bits_per_value` bits (a multiple of 8).
-    pub fn try_new(bits_per_value: u64) -> Result<Self> {
-        Ok(Self::with_width(width_from_bits(bits_per_value)?))
-    }
-
     pub(crate) fn with_width(width: usize) -> Self {
         Self { width }
     }

@@ -59,17 +59,7 @@
 //! order  stream 0      stream 1      stream 2      stream 3
 //! ```
 //!
-//! ```
-//! use miniblock::encodings::{DeltaEncoder, MiniBlockCompressor};
-//! let values: Vec<u8> = [1.0f32, 1.5, 2.0, 2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
-//! let mut chunk = Vec::new();
-//! DeltaEncoder::try_new(32)?.compress_chunk(&values, &mut chunk, &mut Vec::new())?;
-//! assert_eq!(
-//!     chunk,
-//!     [2, 0, 0, 0, 0xFF, 0, 0, 0, 0xFF, 0, 0x80, 0, 0x3F, 0x7F, 0, 0, 0]
-//! );
-//! # Ok::<(), miniblock::Error>(())
-//! ```
+//! (the unit test `worked_example` checks these bytes).
 
 use arrow_buffer::MutableBuffer;
 
@@ -655,6 +645,23 @@ impl MiniBlockDecompressor for DeltaDecompressor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn worked_example() {
+        let values: Vec<u8> = [1.0f32, 1.5, 2.0, 2.5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mut chunk = Vec::new();
+        DeltaEncoder::try_new(32)
+            .unwrap()
+            .compress_chunk(&values, &mut chunk, &mut Vec::new())
+            .unwrap();
+        assert_eq!(
+            chunk,
+            [2, 0, 0, 0, 0xFF, 0, 0, 0, 0xFF, 0, 0x80, 0, 0x3F, 0x7F, 0, 0, 0]
+        );
+    }
 
     fn decompressor(bits_per_value: u64) -> Result<DeltaDecompressor> {
         DeltaDecompressor::new(&Delta {

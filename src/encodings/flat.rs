@@ -6,8 +6,8 @@
 use arrow_buffer::MutableBuffer;
 
 use super::{
-    check_output, check_uncompressed_run, checked_len, uncompressed_run_chunk_len, width_from_bits,
-    ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
+    check_output, check_uncompressed_run, checked_len, uncompressed_run_chunk_len, ChunkShape,
+    ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Flat};
@@ -85,11 +85,6 @@ pub struct FlatDecompressor {
 }
 
 impl FlatDecompressor {
-    /// A decompressor for values of `bits_per_value` bits (a multiple of 8).
-    pub fn try_new(bits_per_value: u64) -> Result<Self> {
-        Ok(Self::with_width(width_from_bits(bits_per_value)?))
-    }
-
     pub(crate) fn with_width(width: usize) -> Self {
         Self { width }
     }

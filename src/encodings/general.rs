@@ -41,7 +41,7 @@ impl CompressionScheme {
     }
 
     /// The protobuf `Compression` message for this scheme (the level is set by
-    /// [`GeneralMiniBlockCompressor`] for Zstd).
+    /// `GeneralMiniBlockCompressor` for Zstd).
     pub fn to_proto(self) -> Compression {
         Compression {
             scheme: self.name().to_owned(),

@@ -9,25 +9,28 @@
 //!
 //! | module | encoding | `ArrayEncoding` |
 //! |---|---|---|
-//! | [`flat`] | values as they are | `flat { bits_per_value }` |
-//! | [`byte_stream_split`] | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
-//! | [`alp`] | decimal floats as integers, bit-packed or in byte streams (entropy-coded with [`entropy`] and the page's tables, or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded, page_tables }` (ours: field 100) |
-//! | [`alp_rd`] | floats that are not decimals: each value's front bits through a chunk dictionary of at most 8, the rest bit-packed, with exceptions | `alp_rd { bits_per_value }` (ours: field 102) |
-//! | [`delta`] | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins) | `delta { bits_per_value, entropy_coded, page_tables }` (ours: field 101) |
-//! | [`general`] | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
+//! | `flat` | values as they are | `flat { bits_per_value }` |
+//! | `byte_stream_split` | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
+//! | `alp` | decimal floats as integers, bit-packed or in byte streams (entropy-coded with `entropy` and the page's tables, or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded, page_tables }` (ours: field 100) |
+//! | `alp_rd` | floats that are not decimals: each value's front bits through a chunk dictionary of at most 8, the rest bit-packed, with exceptions | `alp_rd { bits_per_value }` (ours: field 102) |
+//! | `delta` | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins) | `delta { bits_per_value, entropy_coded, page_tables }` (ours: field 101) |
+//! | `general` | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
 //! Values are any fixed width (1 to [`MAX_VALUE_WIDTH`] bytes): floats, integers, dates,
 //! decimals and fixed-size binaries all go through the same code; `bits_per_value` in the
 //! message says the width.
 
-pub mod alp;
-pub mod alp_rd;
-pub mod auto;
-pub mod byte_stream_split;
-pub mod delta;
+mod alp;
+mod alp_rd;
+pub(crate) mod auto;
+mod byte_stream_split;
+mod delta;
+// Public for the `entropy` fuzz target, which drives the coder on its own; not a way to
+// encode a page.
+#[doc(hidden)]
 pub mod entropy;
-pub mod flat;
-pub mod general;
+mod flat;
+pub(crate) mod general;
 mod repeats;
 
 use std::fmt;
@@ -38,13 +41,14 @@ use arrow_buffer::MutableBuffer;
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding};
 
-pub use alp::{AlpDecompressor, AlpEncoder, IntLayout};
-pub use alp_rd::{AlpRdDecompressor, AlpRdEncoder};
+use alp::{AlpDecompressor, AlpEncoder, IntLayout};
+use alp_rd::{AlpRdDecompressor, AlpRdEncoder};
 pub use auto::{AutoChooser, AutoOptions, Choice, Strategy, DEFAULT_MIN_GAIN};
-pub use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
-pub use delta::{DeltaDecompressor, DeltaEncoder};
-pub use flat::{FlatDecompressor, FlatEncoder};
-pub use general::{CompressionScheme, GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
+use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
+use delta::{DeltaDecompressor, DeltaEncoder};
+use flat::{FlatDecompressor, FlatEncoder};
+pub use general::CompressionScheme;
+use general::{GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
 
 /// How many times its stored size a compressed chunk may claim to decode to before the
 /// claim is verified instead of allocated (and how much a page decoder reserves up front
@@ -871,7 +875,7 @@ fn decompressor_at_depth(
         }
         Some(array_encoding::ArrayEncoding::Alp(alp)) => Ok(Box::new(AlpDecompressor::new(alp)?)),
         Some(array_encoding::ArrayEncoding::AlpRd(alp_rd)) => {
-            Ok(Box::new(AlpRdDecompressor::new(alp_rd)?))
+            Ok(Box::new(AlpRdDecompressor::new(alp_rd.bits_per_value)?))
         }
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
             let width = bits(delta.bits_per_value, "delta")?;
