@@ -119,22 +119,30 @@ fn index_bits(k: usize) -> u8 {
     (k.max(1) - 1).checked_ilog2().map_or(0, |b| b as u8 + 1)
 }
 
-/// The left parts' counts, most frequent first (ties: the smaller part first).
-fn ranked(lefts: &mut [u16]) -> Vec<(u16, usize)> {
-    lefts.sort_unstable();
-    let mut runs: Vec<(u16, usize)> = Vec::new();
-    for &left in lefts.iter() {
-        match runs.last_mut() {
-            Some((l, c)) if *l == left => *c += 1,
-            _ => runs.push((left, 1)),
+/// The (at most 8) most frequent of the sorted left parts `lefts` with their counts,
+/// most frequent first (ties: the smaller part first).
+fn top_lefts(lefts: &[u16]) -> Vec<(u16, usize)> {
+    let mut top: Vec<(u16, usize)> = Vec::with_capacity(MAX_DICTIONARY + 1);
+    let mut i = 0;
+    while i < lefts.len() {
+        let left = lefts[i];
+        let count = lefts[i..].iter().take_while(|&&l| l == left).count();
+        // After every entry at least as frequent: those have smaller parts.
+        let at = top
+            .iter()
+            .position(|&(_, c)| c < count)
+            .unwrap_or(top.len());
+        if at < MAX_DICTIONARY {
+            top.insert(at, (left, count));
+            top.truncate(MAX_DICTIONARY);
         }
+        i += count;
     }
-    runs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    runs
+    top
 }
 
 /// The smallest estimate over dictionary sizes 1, 2, 4 and 8 for `n` values split at
-/// `right` bits whose left parts rank as `runs`: (bits, entries).
+/// `right` bits whose most frequent left parts are `runs`: (bits, entries).
 fn best_dictionary(runs: &[(u16, usize)], n: usize, right: u32) -> (usize, usize) {
     let mut best = (usize::MAX, 1);
     for k in [1, 2, 4, 8] {
@@ -157,21 +165,25 @@ fn best_dictionary(runs: &[(u16, usize)], n: usize, right: u32) -> (usize, usize
 fn split(values: &[u64], bits: u32) -> Option<Split> {
     let n = values.len();
     let step = (n / SAMPLE).max(1);
-    let sample: Vec<u64> = values.iter().step_by(step).take(SAMPLE).copied().collect();
+    let mut sample: Vec<u64> = values.iter().step_by(step).take(SAMPLE).copied().collect();
+    // Sorted once: the left parts of every split then come sorted too, and ranking them
+    // is a pass, not a sort.
+    sample.sort_unstable();
     let mut lefts = vec![0u16; sample.len()];
     let mut best: Option<(usize, u32)> = None;
     for right in bits - MAX_LEFT_BITS..bits {
         for (l, &v) in lefts.iter_mut().zip(&sample) {
             *l = (v >> right) as u16;
         }
-        let (estimate, _) = best_dictionary(&ranked(&mut lefts), sample.len(), right);
+        let (estimate, _) = best_dictionary(&top_lefts(&lefts), sample.len(), right);
         if best.is_none_or(|(b, _)| estimate < b) {
             best = Some((estimate, right));
         }
     }
     let (_, right) = best?;
     let mut lefts: Vec<u16> = values.iter().map(|&v| (v >> right) as u16).collect();
-    let runs = ranked(&mut lefts);
+    lefts.sort_unstable();
+    let runs = top_lefts(&lefts);
     let (estimate, k) = best_dictionary(&runs, n, right);
     // Header, dictionary and exception count against the values as they are.
     if estimate.div_ceil(8) + 4 >= n * (bits as usize / 8) {
