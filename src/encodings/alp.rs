@@ -1353,8 +1353,6 @@ impl<'a> Chunk<'a> {
     }
 }
 
-/// Hands the `n` values of `bits` bits stored in `bytes` (bit-packed, or `split` into
-/// byte streams; the length checked by the parser) to `sink`, 64 at a time.
 /// Hands the 8-byte little-endian words of `bytes` to `sink` in blocks.
 fn read_words(bytes: &[u8], mut sink: impl FnMut(&[u64])) {
     let mut block = [0u64; bitpack::BLOCK];
@@ -1367,6 +1365,8 @@ fn read_words(bytes: &[u8], mut sink: impl FnMut(&[u64])) {
     }
 }
 
+/// Hands the `n` values of `bits` bits stored in `bytes` (bit-packed, or `split` into
+/// byte streams; the length checked by the parser) to `sink`, 64 at a time.
 fn read_stream(bytes: &[u8], n: usize, bits: u8, split: bool, mut sink: impl FnMut(&[u64])) {
     if !split {
         bitpack::unpack(bytes, n, bits, sink);

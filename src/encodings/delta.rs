@@ -65,8 +65,8 @@ use arrow_buffer::MutableBuffer;
 
 use super::entropy::{self, KindHistogram, PageTables};
 use super::{
-    check_output, checked_len, width_from_bits, ChunkShape, ChunkStorage, MiniBlockCompressor,
-    MiniBlockDecompressor,
+    append_zeroed, check_output, checked_len, width_from_bits, ChunkShape, ChunkStorage,
+    MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::kernels;
@@ -633,11 +633,10 @@ impl MiniBlockDecompressor for DeltaDecompressor {
                 by_width!(self.width, undo(&mut out.as_slice_mut()[start..], order));
                 Ok(())
             }
-            coded => {
-                out.extend_zeros(checked_len(num_values, self.width)?);
-                let out = &mut out.as_slice_mut()[start..];
+            // On an error `out` keeps its length, as the trait promises.
+            coded => append_zeroed(out, checked_len(num_values, self.width)?, |out| {
                 self.values_into(coded, order, num_values, scratch, out)
-            }
+            }),
         }
     }
 }
@@ -710,6 +709,19 @@ mod tests {
                     &mut Vec::new()
                 )
                 .is_err());
+            // Appending, a failed chunk leaves the buffer as it was.
+            let mut appended = MutableBuffer::new(0);
+            appended.extend_from_slice(&[7u8, 8, 9]);
+            assert!(decoder
+                .decompress_append(
+                    &chunk[..len],
+                    n,
+                    ChunkStorage::Raw,
+                    &mut appended,
+                    &mut Vec::new()
+                )
+                .is_err());
+            assert_eq!(appended.as_slice(), [7, 8, 9]);
         }
         chunk
     }

@@ -878,6 +878,8 @@ impl IntForms {
         };
         Plan {
             binned,
+            // Weighed with the largest table's states: the tables are picked later, per
+            // stream.
             wide: cheap_to_widen(len / coded as f32, MAX_TABLE_LOG),
         }
     }
@@ -908,9 +910,7 @@ impl IntForms {
             ),
         }
     }
-}
 
-impl IntForms {
     /// Appends the integers counted (`values` again, integers of up to `bits` bits)
     /// binned: their bin symbols as one coded stream ([`encode_lanes`] with `tables`
     /// and `wide`), then every value's low bits, LSB first.
