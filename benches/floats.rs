@@ -70,6 +70,7 @@ fn decode(pages: &[(EncodedPage, Vec<u8>)], out: &mut [u8], width: usize) {
     for (page, table) in pages {
         let decoder = PageDecoder::from_parts(
             &page.encoding,
+            &page.buffer_slices(),
             page.num_values,
             table,
             page.table_format(),

@@ -53,7 +53,7 @@ fn ranges_touch_only_overlapping_chunks() {
         let page = encode_page(&array, encoding).unwrap();
         let calls = Arc::new(AtomicUsize::new(0));
         let counting = Counting {
-            inner: decompressor_for(&page.encoding).unwrap(),
+            inner: decompressor_for(&page.encoding, &page.buffer_slices()).unwrap(),
             calls: calls.clone(),
         };
         let table = page.chunk_table();

@@ -115,7 +115,7 @@ fn widths_that_are_not_whole_bytes_are_refused() {
             )),
         };
         assert_eq!(
-            decompressor_for(&encoding).unwrap_err().kind(),
+            decompressor_for(&encoding, &[]).unwrap_err().kind(),
             ErrorKind::Unsupported
         );
     }
@@ -124,7 +124,7 @@ fn widths_that_are_not_whole_bytes_are_refused() {
         let encoder = Encoding::Bss.compressor(bits).unwrap();
         assert_eq!(encoder.value_width() as u64 * 8, bits);
         assert_eq!(
-            decompressor_for(&encoder.array_encoding())
+            decompressor_for(&encoder.array_encoding(), &[])
                 .unwrap()
                 .value_width() as u64
                 * 8,
@@ -154,7 +154,7 @@ fn delta_takes_whole_integer_widths_only() {
         })),
     };
     for bits in [0u64, 7, 24, 40, 128, 256, u64::MAX] {
-        let err = decompressor_for(&delta(bits)).unwrap_err();
+        let err = decompressor_for(&delta(bits), &[]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{bits}: {err}");
         for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd, Encoding::DeltaAns] {
             assert!(
@@ -164,12 +164,12 @@ fn delta_takes_whole_integer_widths_only() {
         }
     }
     for bits in [8u64, 16, 32, 64] {
-        let decompressor = decompressor_for(&delta(bits)).unwrap();
+        let decompressor = decompressor_for(&delta(bits), &[]).unwrap();
         assert_eq!(decompressor.value_width() as u64 * 8, bits);
         for encoding in [Encoding::DeltaLz4, Encoding::DeltaZstd, Encoding::DeltaAns] {
             let message = encoding.compressor(bits).unwrap().array_encoding();
             assert_eq!(Encoding::of(&message), Some(encoding));
-            assert!(decompressor_for(&message).is_ok());
+            assert!(decompressor_for(&message, &[]).is_ok());
         }
     }
     // Delta alone is a valid inner encoding but not one of the encodings a page is
@@ -180,7 +180,7 @@ fn delta_takes_whole_integer_widths_only() {
         unreachable!()
     };
     d.page_tables = vec![1, 5, 1, 5, 0, 1, 31, 1];
-    let err = decompressor_for(&message).unwrap_err();
+    let err = decompressor_for(&message, &[]).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
     for width in [3, 5, 16, 32] {
         assert!(!Encoding::DeltaZstd.supports_width(width));
@@ -258,14 +258,14 @@ fn bad_encoding_messages_are_errors_of_the_right_kind() {
         ),
     ];
     for (encoding, kind) in cases {
-        let err = decompressor_for(&encoding).unwrap_err();
+        let err = decompressor_for(&encoding, &[]).unwrap_err();
         assert_eq!(err.kind(), kind, "{encoding:?}: {err}");
     }
 }
 
 #[test]
 fn raw_chunk_marked_compressed_is_corrupt() {
-    let d = decompressor_for(&Encoding::Bss.compressor(32).unwrap().array_encoding()).unwrap();
+    let d = decompressor_for(&Encoding::Bss.compressor(32).unwrap().array_encoding(), &[]).unwrap();
     let err = d
         .decompress(&[0; 16], 4, ChunkStorage::Compressed)
         .unwrap_err();
@@ -280,7 +280,7 @@ fn truncated_lz4_chunk_is_an_error_not_a_short_read() {
     let values: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.01).sin()).collect();
     let page = encode_page(&Float32Array::from(values), Encoding::BssLz4).unwrap();
     assert_eq!(page.chunks[0].storage, ChunkStorage::Compressed);
-    let decoder = decompressor_for(&page.encoding).unwrap();
+    let decoder = decompressor_for(&page.encoding, &page.buffer_slices()).unwrap();
     let full = decoder
         .decompress(&page.data, 1024, ChunkStorage::Compressed)
         .unwrap();

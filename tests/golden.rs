@@ -19,13 +19,7 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 5] = [
-    ("v1", 6),
-    ("v2", 9),
-    ("v3", 12),
-    ("v4", 13),
-    ("v5", Encoding::ALL.len()),
-];
+const VERSIONS: [(&str, usize); 5] = [("v1", 6), ("v2", 9), ("v3", 12), ("v4", 13), ("v5", 14)];
 
 fn dir(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

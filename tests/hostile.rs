@@ -194,6 +194,7 @@ fn lying_chunk_tables_are_corrupt() {
     for (what, table) in cases {
         let err = PageDecoder::from_parts(
             &encoding,
+            &[],
             3000,
             &table,
             ChunkTableFormat::Narrow,
@@ -209,8 +210,15 @@ fn lying_chunk_tables_are_corrupt() {
     // Trailing bytes after the last chunk
     let mut data = page.data.clone();
     data.push(0);
-    let err = PageDecoder::from_parts(&encoding, 3000, &table, ChunkTableFormat::Narrow, &data)
-        .unwrap_err();
+    let err = PageDecoder::from_parts(
+        &encoding,
+        &[],
+        3000,
+        &table,
+        ChunkTableFormat::Narrow,
+        &data,
+    )
+    .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt);
 }
 
@@ -219,13 +227,21 @@ fn huge_claims_are_rejected_before_allocating() {
     // A table that claims 2^16-value chunks of 64 KiB compressed bytes of nothing.
     let encoding = Encoding::BssLz4.compressor(64).unwrap().array_encoding();
     let table = [0xFF, 0xFF, 16, 2, 0xFF, 0xFF, 0, 2];
-    let err = PageDecoder::from_parts(&encoding, 1 << 17, &table, ChunkTableFormat::Narrow, &[])
-        .unwrap_err();
+    let err = PageDecoder::from_parts(
+        &encoding,
+        &[],
+        1 << 17,
+        &table,
+        ChunkTableFormat::Narrow,
+        &[],
+    )
+    .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Truncated, "{err}");
     // A compressed chunk claiming far more values than its bytes can expand to.
     let table = [0x04, 0x00, 16, 2, 0x04, 0x00, 0, 2];
     let err = PageDecoder::from_parts(
         &encoding,
+        &[],
         1 << 17,
         &table,
         ChunkTableFormat::Narrow,

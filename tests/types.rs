@@ -383,6 +383,7 @@ fn large_chunks_use_wide_chunk_tables() {
     // The same table read as narrow entries is refused, not misread.
     let err = PageDecoder::from_parts(
         &page.encoding,
+        &page.buffer_slices(),
         page.num_values,
         &page.chunk_table(),
         ChunkTableFormat::Narrow,

@@ -124,7 +124,7 @@ fn float_vectors_decode_as_one_chunk() {
             None => unshuffle(&chunk, bits as usize / 8).unwrap(),
         };
         let message = Encoding::Bss.compressor(bits).unwrap().array_encoding();
-        let decoded = decompressor_for(&message)
+        let decoded = decompressor_for(&message, &[])
             .unwrap()
             .decompress(&chunk, n, ChunkStorage::Raw)
             .unwrap();
@@ -177,11 +177,17 @@ fn typed_vectors_decode_through_the_page_decoder() {
         }
         .write(ChunkTableFormat::Narrow, &mut table)
         .unwrap();
-        let decoder =
-            PageDecoder::from_parts(&encoding, n as u64, &table, ChunkTableFormat::Narrow, &bss)
-                .unwrap()
-                .with_data_type(&data_type)
-                .unwrap();
+        let decoder = PageDecoder::from_parts(
+            &encoding,
+            &[],
+            n as u64,
+            &table,
+            ChunkTableFormat::Narrow,
+            &bss,
+        )
+        .unwrap()
+        .with_data_type(&data_type)
+        .unwrap();
         let array = decoder.decode().unwrap();
         assert_eq!(array.data_type(), &data_type);
         assert_eq!(array.len(), n);

@@ -21,12 +21,18 @@ fuzz_target!(|data: &[u8]| {
     entropy::count(rest, &mut counts);
     let built = PageTables::from_streams(&[(0, counts)], 100.0);
     let parsed = PageTables::parse(&built.to_bytes()).unwrap();
-    for (encode_with, decode_with) in [(&PageTables::default(), &PageTables::default()), (&built, &parsed)] {
+    for (encode_with, decode_with) in [
+        (&PageTables::default(), &PageTables::default()),
+        (&built, &parsed),
+    ] {
         let mut coded = Vec::new();
         entropy::encode(rest, encode_with, &mut coded).unwrap();
         assert!(coded.len() <= entropy::max_coded_len(rest.len()).max(2));
         let mut back = vec![0u8; rest.len()];
-        assert_eq!(entropy::decode(&coded, &mut back, decode_with).unwrap(), coded.len());
+        assert_eq!(
+            entropy::decode(&coded, &mut back, decode_with).unwrap(),
+            coded.len()
+        );
         assert_eq!(back, rest);
     }
 });

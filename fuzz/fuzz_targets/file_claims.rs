@@ -1,8 +1,8 @@
 //! Structure-aware column files whose footers lie: a few arbitrary columns repeated up to
 //! 200,000 times (distinct names, or names from a set of eight; any nullability and
 //! value type), pages with arbitrary offsets, lengths, u64 value counts and chunk tables
-//! of repeated entries (validity and compressed flags, narrow or wide), checksums off or
-//! correct, over a small data area. The footer's own checksum is correct, so every field
+//! of repeated entries (validity and compressed flags, narrow or wide), page buffers of
+//! any sizes, checksums off or correct, over a small data area. The footer's own checksum is correct, so every field
 //! reaches validation. Opening and reading must return Ok or Err, never panic, never take
 //! time or memory out of proportion to the file (the run's -timeout and -malloc_limit_mb).
 #![no_main]
@@ -26,6 +26,7 @@ struct PageClaim {
     repeat: u8,
     wide: bool,
     chunk_crcs: bool,
+    buffers: Vec<u16>,
 }
 
 #[derive(Debug, Arbitrary)]
@@ -85,6 +86,8 @@ fuzz_target!(|claim: FileClaim| {
                     crc32c: crc32c::crc32c(bytes),
                     chunk_entry_bytes: if p.wide { 8 } else { 0 },
                     chunk_crc32c: if p.chunk_crcs { vec![0; n] } else { Vec::new() },
+                    buffer_sizes: p.buffers.iter().map(|&b| u64::from(b)).collect(),
+                    buffer_crc32c: vec![0; p.buffers.len() % 3],
                 }
             })
             .collect();

@@ -214,6 +214,7 @@ fn measure(
             .map(|(page, table)| {
                 PageDecoder::from_parts(
                     &page.encoding,
+                    &page.buffer_slices(),
                     page.num_values,
                     table,
                     page.table_format(),

@@ -82,7 +82,7 @@ const MAX_WINDOW_BYTES: usize = 16 * 1024;
 /// ones). Plain and BSS alone are never smaller than LZ4 over them (a chunk LZ4 cannot
 /// shrink is stored as it is, and decodes as a copy), so they are left out unless asked
 /// for: they are the first two of [`SPEED_ORDER`].
-const DEFAULT_CANDIDATES: u16 = ((1 << SPEED_ORDER.len()) - 1) & !0b11;
+const DEFAULT_CANDIDATES: u32 = ((1 << SPEED_ORDER.len()) - 1) & !0b11;
 
 /// At most this many windows per page and stage.
 const MAX_WINDOWS: usize = 32;
@@ -125,7 +125,7 @@ const NEAR_TIE: f64 = 1.02;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AutoOptions {
     /// Bit `i` set: `SPEED_ORDER[i]` is a candidate.
-    candidates: u16,
+    candidates: u32,
     min_gain: f64,
 }
 
@@ -190,23 +190,27 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
         Encoding::BssLz4 => Encoding::BssZstd,
         Encoding::DeltaLz4 => Encoding::DeltaZstd,
         Encoding::Alp | Encoding::AlpLz4 => Encoding::AlpAns,
+        Encoding::Dict => Encoding::DictZstd,
         _ => return false,
     };
     candidates.contains(&by)
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 14] = [
+const SPEED_ORDER: [Encoding; 17] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
     Encoding::BssLz4,
+    Encoding::Bitpack,
+    Encoding::Dict,
     Encoding::DeltaLz4,
     Encoding::Alp,
     Encoding::AlpRd,
     Encoding::AlpLz4,
     Encoding::AlpAns,
     Encoding::Zstd,
+    Encoding::DictZstd,
     Encoding::BssZstd,
     Encoding::DeltaZstd,
     Encoding::AlpZstd,
@@ -452,7 +456,8 @@ impl AutoChooser {
             self.compressors.iter().map(|(e, _)| (*e, None)).collect();
         // Stage 1, every candidate as it comes (those that learn from the page, with no
         // page tables yet).
-        let tried = |e: Encoding| try_alp || !e.is_alp();
+        // A dictionary is only ever tried as made for the page (below).
+        let tried = |e: Encoding| (try_alp || !e.is_alp()) && !e.is_dictionary();
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
             if tried(*encoding) && !is_zstd(*encoding) {
                 estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
@@ -481,17 +486,35 @@ impl AutoChooser {
             .fold(f64::INFINITY, f64::min);
         let mut page_compressors: Vec<Option<Box<dyn MiniBlockCompressor>>> = Vec::new();
         let mut carried = Vec::new();
+        // A dictionary is made for the page when the first sample has few distinct values.
+        let few_distinct = self.compressors.iter().any(|(e, _)| e.is_dictionary()) && {
+            let sample: Vec<&[u8]> = first
+                .iter()
+                .map(|w| &values[w.rows.start * width..w.rows.end * width])
+                .collect();
+            super::dictionary::worth_trying(&sample, width)
+        };
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
-            let promising = estimates[i]
+            let page = if encoding.is_dictionary() {
+                // More distinct values than a dictionary holds: not a candidate.
+                if few_distinct {
+                    compressor.for_page(values).ok().flatten()
+                } else {
+                    None
+                }
+            } else if estimates[i]
                 .1
-                .is_some_and(|r| r <= best_so_far * LEARNED_GAIN);
-            let page = if promising {
+                .is_some_and(|r| r <= best_so_far * LEARNED_GAIN)
+            {
                 compressor.for_page(values)?
             } else {
                 None
             };
+            // What the page carries besides its chunks: its message and page buffers.
             let carries = page.as_ref().map_or(0.0, |c| {
-                prost::Message::encoded_len(&c.array_encoding()) as f64 / values.len().max(1) as f64
+                let buffers: usize = c.page_buffers().iter().map(Vec::len).sum();
+                (prost::Message::encoded_len(&c.array_encoding()) + buffers) as f64
+                    / values.len().max(1) as f64
             });
             if let Some(page) = &page {
                 trial.encoded[i].clear();

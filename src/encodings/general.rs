@@ -360,18 +360,20 @@ pub struct GeneralMiniBlockCompressor {
 }
 
 impl GeneralMiniBlockCompressor {
-    /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat, BSS, ALP or
-    /// delta encoder); nesting general compression is refused.
+    /// Wraps `inner`. The inner encoding must itself be uncompressed (a flat, BSS, ALP,
+    /// delta or bitpack encoder); nesting general compression is refused.
     pub fn try_new(inner: Box<dyn MiniBlockCompressor>, scheme: CompressionScheme) -> Result<Self> {
         let (repeat_layout, size_prefix) = match inner.array_encoding().array_encoding {
             Some(array_encoding::ArrayEncoding::Flat(_)) => (Some(RepeatLayout::Flat), false),
             Some(array_encoding::ArrayEncoding::ByteStreamSplit(_)) => {
                 (Some(RepeatLayout::Split), false)
             }
-            Some(array_encoding::ArrayEncoding::Alp(_)) => (None, true),
+            Some(
+                array_encoding::ArrayEncoding::Alp(_) | array_encoding::ArrayEncoding::Bitpack(_),
+            ) => (None, true),
             Some(array_encoding::ArrayEncoding::Delta(_)) => (None, false),
             _ => return Err(Error::invalid(
-                "the inner encoding of general compression must be flat, byte_stream_split, alp or delta",
+                "the inner encoding of general compression must be flat, byte_stream_split, alp, delta or bitpack",
             )),
         };
         Ok(Self {

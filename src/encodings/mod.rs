@@ -13,6 +13,8 @@
 //! | `byte_stream_split` | chunk-local byte stream split | `byte_stream_split { bits_per_value }` |
 //! | `alp` | decimal floats as integers, bit-packed or in byte streams (entropy-coded with `entropy` and the page's tables, or under a general compressor), with exceptions | `alp { bits_per_value, entropy_coded, page_tables }` (ours: field 100) |
 //! | `alp_rd` | floats that are not decimals: each value's front bits through a chunk dictionary of at most 8, the rest bit-packed, with exceptions | `alp_rd { bits_per_value }` (ours: field 102) |
+//! | `bitpacked` | integers: each chunk's minimum and every value's offset from it, bit-packed | `bitpack { bits_per_value }` (ours: field 103) |
+//! | `dictionary` | the page's distinct values in a page buffer, each chunk's indices bit-packed | Lance's `dictionary { indices, items, num_dictionary_items }` (field 7) |
 //! | `delta` | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins) | `delta { bits_per_value, entropy_coded, page_tables }` (ours: field 101) |
 //! | `general` | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
@@ -23,8 +25,10 @@
 mod alp;
 mod alp_rd;
 pub(crate) mod auto;
+mod bitpacked;
 mod byte_stream_split;
 mod delta;
+mod dictionary;
 // Public for the `entropy` fuzz target, which drives the coder on its own; not a way to
 // encode a page.
 #[doc(hidden)]
@@ -44,8 +48,10 @@ use crate::proto::encodings::{array_encoding, ArrayEncoding};
 use alp::{AlpDecompressor, AlpEncoder, IntLayout};
 use alp_rd::{AlpRdDecompressor, AlpRdEncoder};
 pub use auto::{AutoChooser, AutoOptions, Choice, Strategy, DEFAULT_MIN_GAIN};
+use bitpacked::{BitpackDecompressor, BitpackEncoder};
 use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
 use delta::{DeltaDecompressor, DeltaEncoder};
+use dictionary::{DictionaryDecompressor, DictionaryEncoder};
 use flat::{FlatDecompressor, FlatEncoder};
 pub use general::CompressionScheme;
 use general::{GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
@@ -211,6 +217,12 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
         let _ = values;
         Ok(None)
     }
+
+    /// The page buffers this compressor's chunks refer to (a dictionary's items), which
+    /// the page stores beside its chunks, in order; none by default.
+    fn page_buffers(&self) -> &[Vec<u8>] {
+        &[]
+    }
 }
 
 /// Decodes chunks written by the matching [`MiniBlockCompressor`].
@@ -237,6 +249,27 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
     /// compressor around such an encoding expands by both factors.
     fn raw_expansion(&self) -> usize {
         1
+    }
+
+    /// How many page buffers this decoder reads (a dictionary's items: 1); 0, the
+    /// default, for encodings whose chunks need nothing beyond the message.
+    fn page_buffer_count(&self) -> usize {
+        0
+    }
+
+    /// Hands the decoder the page's buffers, exactly
+    /// [`page_buffer_count`](Self::page_buffer_count) of them, checked against the
+    /// message before any chunk is decoded. [`decompressor_for`] calls it; the default
+    /// accepts no buffers.
+    fn bind_page_buffers(&mut self, buffers: &[&[u8]]) -> Result<()> {
+        if buffers.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::corrupt(format!(
+                "{} page buffers for an encoding that reads none",
+                buffers.len()
+            )))
+        }
     }
 
     /// Whether a raw chunk's values are its bytes as they are (the flat encoding), so a
@@ -522,11 +555,18 @@ pub enum Encoding {
     /// Delta, the residual streams entropy-coded (tANS) with the page's tables; no
     /// general compressor (1-, 2-, 4- and 8-byte values).
     DeltaAns,
+    /// Frame of reference and bit-packing, per chunk (1-, 2-, 4- and 8-byte integers).
+    Bitpack,
+    /// The page's distinct values (at most 65536) in a page buffer, each chunk's indices
+    /// bit-packed (1- to 8-byte values).
+    Dict,
+    /// A dictionary, each chunk's indices bit-packed and compressed with Zstd.
+    DictZstd,
 }
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 14] = [
+    pub const ALL: [Encoding; 17] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -541,6 +581,9 @@ impl Encoding {
         Encoding::DeltaLz4,
         Encoding::DeltaZstd,
         Encoding::DeltaAns,
+        Encoding::Bitpack,
+        Encoding::Dict,
+        Encoding::DictZstd,
     ];
 
     /// The name used on the command line and in reports.
@@ -560,17 +603,24 @@ impl Encoding {
             Encoding::DeltaLz4 => "delta+lz4",
             Encoding::DeltaZstd => "delta+zstd",
             Encoding::DeltaAns => "delta+ans",
+            Encoding::Bitpack => "bitpack",
+            Encoding::Dict => "dict",
+            Encoding::DictZstd => "dict+zstd",
         }
     }
 
     /// Whether the encoding takes values of `width` bytes: ALP and ALP-RD take 4- and
-    /// 8-byte floats, delta 1-, 2-, 4- and 8-byte values, the others every width from 1
-    /// to [`MAX_VALUE_WIDTH`].
+    /// 8-byte floats, delta and bitpack 1-, 2-, 4- and 8-byte values, dictionaries 1 to 8
+    /// bytes, the others every width from 1 to [`MAX_VALUE_WIDTH`].
     pub fn supports_width(self, width: usize) -> bool {
         if self.is_alp() || self == Encoding::AlpRd {
             width == 4 || width == 8
         } else if self.is_delta() {
             delta::supports_width(width)
+        } else if self == Encoding::Bitpack {
+            bitpacked::supports_width(width)
+        } else if self.is_dictionary() {
+            dictionary::supports_width(width)
         } else {
             (1..=MAX_VALUE_WIDTH).contains(&width)
         }
@@ -592,6 +642,11 @@ impl Encoding {
         )
     }
 
+    /// Whether the page is a dictionary, its items in a page buffer.
+    pub fn is_dictionary(self) -> bool {
+        matches!(self, Encoding::Dict | Encoding::DictZstd)
+    }
+
     /// Whether every chunk takes exactly its values' bytes (plain and BSS without
     /// compression).
     pub fn stores_values_at_width(self) -> bool {
@@ -611,13 +666,17 @@ impl Encoding {
             | Encoding::Alp
             | Encoding::AlpAns
             | Encoding::AlpRd
-            | Encoding::DeltaAns => None,
+            | Encoding::DeltaAns
+            | Encoding::Bitpack
+            | Encoding::Dict => None,
             Encoding::Lz4 | Encoding::BssLz4 | Encoding::AlpLz4 | Encoding::DeltaLz4 => {
                 Some(CompressionScheme::Lz4)
             }
-            Encoding::Zstd | Encoding::BssZstd | Encoding::AlpZstd | Encoding::DeltaZstd => {
-                Some(CompressionScheme::Zstd)
-            }
+            Encoding::Zstd
+            | Encoding::BssZstd
+            | Encoding::AlpZstd
+            | Encoding::DeltaZstd
+            | Encoding::DictZstd => Some(CompressionScheme::Zstd),
         }
     }
 
@@ -636,6 +695,14 @@ impl Encoding {
         let bits = width as u64 * 8;
         width_from_bits(bits)?;
         let chunk_values = options.chunk_values_for(width)?;
+        if self.is_dictionary() {
+            // The dictionary is the outer node: its indices, not its values, are compressed.
+            let dict = DictionaryEncoder::try_new(bits)?.with_chunk_values(chunk_values)?;
+            return Ok(Box::new(match self.scheme() {
+                Some(scheme) => dict.with_compression(scheme, options.zstd_level),
+                None => dict,
+            }));
+        }
         let inner: Box<dyn MiniBlockCompressor> = if self.is_alp() {
             let layout = if self == Encoding::AlpAns {
                 IntLayout::Entropy
@@ -658,6 +725,8 @@ impl Encoding {
             } else {
                 delta
             })
+        } else if self == Encoding::Bitpack {
+            Box::new(BitpackEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else if self.splits() {
             Box::new(ByteStreamSplitEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else {
@@ -687,6 +756,22 @@ impl Encoding {
                 Encoding::Alp
             }),
             array_encoding::ArrayEncoding::AlpRd(_) => Some(Encoding::AlpRd),
+            array_encoding::ArrayEncoding::Bitpack(_) => Some(Encoding::Bitpack),
+            array_encoding::ArrayEncoding::Dictionary(dict) => {
+                match dict.indices.as_deref()?.array_encoding.as_ref()? {
+                    array_encoding::ArrayEncoding::Bitpack(_) => Some(Encoding::Dict),
+                    array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
+                        let packed = matches!(
+                            general.inner.as_deref()?.array_encoding,
+                            Some(array_encoding::ArrayEncoding::Bitpack(_))
+                        );
+                        let scheme = CompressionScheme::from_proto(general.compression.as_ref()?);
+                        (packed && scheme.ok()? == CompressionScheme::Zstd)
+                            .then_some(Encoding::DictZstd)
+                    }
+                    _ => None,
+                }
+            }
             // Delta alone is written only entropy-coded: otherwise it only ever shrinks
             // under a compressor.
             array_encoding::ArrayEncoding::Delta(delta) => {
@@ -817,6 +902,19 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
         Some(array_encoding::ArrayEncoding::AlpRd(alp_rd)) => {
             format!("alp_rd({}-bit)", alp_rd.bits_per_value)
         }
+        Some(array_encoding::ArrayEncoding::Bitpack(bitpack)) => {
+            format!("bitpack({}-bit)", bitpack.bits_per_value)
+        }
+        Some(array_encoding::ArrayEncoding::Dictionary(dict)) => {
+            let indices = dict
+                .indices
+                .as_deref()
+                .map_or_else(|| "(nothing)".to_owned(), describe);
+            format!(
+                "dictionary({} items, indices {indices})",
+                dict.num_dictionary_items
+            )
+        }
         Some(array_encoding::ArrayEncoding::Delta(delta)) => {
             let coded = if delta.entropy_coded {
                 ", entropy-coded"
@@ -839,16 +937,40 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
     }
 }
 
-/// Builds the decompressor an `ArrayEncoding` describes, treating every field as hostile:
-/// a missing oneof or inner message is corrupt data, an unknown scheme, width or nesting is
-/// unsupported.
-pub fn decompressor_for(encoding: &ArrayEncoding) -> Result<Box<dyn MiniBlockDecompressor>> {
-    decompressor_at_depth(encoding, 0)
+/// Builds the decompressor an `ArrayEncoding` describes, given the page's buffers (what
+/// its chunks share: a dictionary's items; none for most encodings), treating every field
+/// and buffer as hostile: a missing oneof or inner message is corrupt data, an unknown
+/// scheme, width or nesting is unsupported, buffers that do not match the message are
+/// corrupt.
+pub fn decompressor_for(
+    encoding: &ArrayEncoding,
+    page_buffers: &[&[u8]],
+) -> Result<Box<dyn MiniBlockDecompressor>> {
+    let mut decompressor = unbound_decompressor(encoding)?;
+    decompressor.bind_page_buffers(page_buffers)?;
+    Ok(decompressor)
 }
 
-fn decompressor_at_depth(
+/// The decompressor an `ArrayEncoding` describes, before the page's buffers are bound:
+/// enough to validate a chunk table (value width, sizes, expansion), not to decode a
+/// page that has buffers.
+pub(crate) fn unbound_decompressor(
     encoding: &ArrayEncoding,
-    depth: usize,
+) -> Result<Box<dyn MiniBlockDecompressor>> {
+    decompressor_within(encoding, Parent::Page)
+}
+
+/// What an encoding node sits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parent {
+    Page,
+    General,
+    Dictionary,
+}
+
+fn decompressor_within(
+    encoding: &ArrayEncoding,
+    parent: Parent,
 ) -> Result<Box<dyn MiniBlockDecompressor>> {
     let bits = |bits_per_value: u64, what: &str| {
         width_from_bits(bits_per_value).map_err(|_| {
@@ -887,8 +1009,24 @@ fn decompressor_at_depth(
             }
             Ok(Box::new(DeltaDecompressor::new(delta)?))
         }
+        Some(array_encoding::ArrayEncoding::Bitpack(bitpack)) => {
+            Ok(Box::new(BitpackDecompressor::new(bitpack.bits_per_value)?))
+        }
+        Some(array_encoding::ArrayEncoding::Dictionary(dict)) => {
+            if parent != Parent::Page {
+                return Err(Error::unsupported(
+                    "dictionary inside another encoding (it is a page's outermost encoding)",
+                ));
+            }
+            let indices = dict
+                .indices
+                .as_deref()
+                .ok_or_else(|| Error::corrupt("dictionary has no indices encoding"))?;
+            let indices = decompressor_within(indices, Parent::Dictionary)?;
+            Ok(Box::new(DictionaryDecompressor::new(dict, indices)?))
+        }
         Some(array_encoding::ArrayEncoding::GeneralMiniBlock(general)) => {
-            if depth > 0 {
+            if parent == Parent::General {
                 return Err(Error::unsupported(
                     "general_mini_block nested inside general_mini_block",
                 ));
@@ -902,7 +1040,7 @@ fn decompressor_at_depth(
                 .as_ref()
                 .ok_or_else(|| Error::corrupt("general_mini_block has no compression"))?;
             let scheme = CompressionScheme::from_proto(compression)?;
-            let inner = decompressor_at_depth(inner, depth + 1)?;
+            let inner = decompressor_within(inner, Parent::General)?;
             Ok(Box::new(GeneralMiniBlockDecompressor::new(inner, scheme)))
         }
     }

@@ -6,11 +6,13 @@
 //!
 //! ```text
 //! "MBLK" u32 LE format version (1)            8-byte header
-//! page data, page after page                   each page: its chunks back to back
+//! page data, page after page                   each page: its chunks back to back,
+//!                                              then its page buffers, if any
 //! Footer (protobuf, protos/file.proto)         schema, row count, per page: offset,
 //!                                              length, value count, ArrayEncoding,
 //!                                              chunk table (and its entry size),
-//!                                              CRC32C of the page data
+//!                                              CRC32C of the page data and of each
+//!                                              chunk, page buffer sizes and CRC32Cs
 //! u32 LE footer length
 //! u32 LE CRC32C of the footer bytes
 //! "MBLK"

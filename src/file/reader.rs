@@ -12,10 +12,11 @@ use prost::Message;
 
 use super::types::column_type;
 use super::{FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
-use crate::encodings::{checked_len, decompressor_for};
+use crate::encodings::{checked_len, decompressor_for, unbound_decompressor};
 use crate::error::{Error, Result};
 use crate::page::{
-    build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, RESERVE_EXPANSION,
+    build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, MAX_PAGE_BUFFERS,
+    RESERVE_EXPANSION,
 };
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as pb;
@@ -328,9 +329,14 @@ impl<R: Read + Seek> FileReader<R> {
                         .as_ref()
                         .ok_or_else(|| Error::corrupt("page has no encoding"))?;
                     let chunks = layout.num_chunks() as u64;
-                    let decoder =
-                        PageDecoder::with_layout(decompressor_for(encoding)?, layout, &buffer)?
-                            .with_data_type(field.data_type())?;
+                    let page_buffers = read_page_buffers(&mut self.source, page, true)?;
+                    let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
+                    let decoder = PageDecoder::with_layout(
+                        decompressor_for(encoding, &slices)?,
+                        layout,
+                        &buffer,
+                    )?
+                    .with_data_type(field.data_type())?;
                     let array = decoder.decode()?;
                     summary.nulls += array.null_count() as u64;
                     summary.chunks += chunks;
@@ -378,11 +384,25 @@ fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef,
         let mut starts = Vec::with_capacity(column.pages.len() + 1);
         let mut row = 0u64;
         for (p, page) in column.pages.iter().enumerate() {
-            let end = page.offset.checked_add(page.length);
+            if page.buffer_sizes.len() > MAX_PAGE_BUFFERS
+                || page.buffer_crc32c.len() != page.buffer_sizes.len()
+            {
+                return Err(Error::corrupt(format!(
+                    "column {:?} page {p}: {} page buffers with {} checksums (at most {MAX_PAGE_BUFFERS}, one checksum each)",
+                    column.name,
+                    page.buffer_sizes.len(),
+                    page.buffer_crc32c.len()
+                )));
+            }
+            let end = page
+                .buffer_sizes
+                .iter()
+                .try_fold(page.length, |end, &size| end.checked_add(size))
+                .and_then(|len| page.offset.checked_add(len));
             if page.offset < HEADER_LEN || end.is_none_or(|e| e > footer_start) {
                 return Err(Error::corrupt(format!(
-                    "column {:?} page {p}: bytes {}+{} lie outside the file's data",
-                    column.name, page.offset, page.length
+                    "column {:?} page {p}: bytes {}+{} and buffers {:?} lie outside the file's data",
+                    column.name, page.offset, page.length, page.buffer_sizes
                 )));
             }
             if page.num_values == 0 {
@@ -443,11 +463,18 @@ pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
         .encoding
         .as_ref()
         .ok_or_else(|| Error::corrupt("page has no encoding"))?;
-    let decompressor = decompressor_for(encoding)?;
+    let decompressor = unbound_decompressor(encoding)?;
     if decompressor.value_width() != width {
         return Err(Error::corrupt(format!(
             "page encodes {}-byte values, the column has {width}-byte values",
             decompressor.value_width()
+        )));
+    }
+    if decompressor.page_buffer_count() != page.buffer_sizes.len() {
+        return Err(Error::corrupt(format!(
+            "the page's encoding reads {} page buffers, the footer lists {}",
+            decompressor.page_buffer_count(),
+            page.buffer_sizes.len()
         )));
     }
     let format = ChunkTableFormat::from_entry_bytes(page.chunk_entry_bytes)?;
@@ -477,7 +504,9 @@ fn read_page_rows<R: Read + Seek>(
         .encoding
         .as_ref()
         .ok_or_else(|| Error::corrupt("page has no encoding"))?;
-    let decompressor = decompressor_for(encoding)?;
+    let page_buffers = read_page_buffers(source, page, verify_checksums)?;
+    let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
+    let decompressor = decompressor_for(encoding, &slices)?;
     if local.start == 0 && local.end == layout.num_values() {
         buffer.resize(layout.data_len(), 0);
         read_exact_at(source, page.offset, buffer)?;
@@ -531,6 +560,36 @@ fn read_page_rows<R: Read + Seek>(
         out,
         validity,
     )
+}
+
+/// Reads the buffers stored after `page`'s data (sizes checked against the file when the
+/// footer was read), each checked against its CRC32C when `verify_checksums`.
+fn read_page_buffers<R: Read + Seek>(
+    source: &mut R,
+    page: &pb::Page,
+    verify_checksums: bool,
+) -> Result<Vec<Vec<u8>>> {
+    let mut offset = page.offset + page.length;
+    let mut buffers = Vec::with_capacity(page.buffer_sizes.len());
+    for (b, (&size, &crc)) in page
+        .buffer_sizes
+        .iter()
+        .zip(&page.buffer_crc32c)
+        .enumerate()
+    {
+        let len = usize::try_from(size)
+            .map_err(|_| Error::corrupt(format!("page buffer of {size} bytes")))?;
+        let mut buffer = vec![0; len];
+        read_exact_at(source, offset, &mut buffer)?;
+        if verify_checksums && crc32c::crc32c(&buffer) != crc {
+            return Err(Error::corrupt(format!(
+                "page buffer {b} checksum mismatch: its bytes are damaged"
+            )));
+        }
+        buffers.push(buffer);
+        offset += size;
+    }
+    Ok(buffers)
 }
 
 fn in_page(e: Error, field: &Field, page: usize) -> Error {

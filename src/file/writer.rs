@@ -259,6 +259,11 @@ impl<W: Write> FileWriter<W> {
                     self.sink.write_all(&page.data).map_err(|e| {
                         io_error(e, &format!("writing a page of column {:?}", column.name))
                     })?;
+                    for buffer in &page.buffers {
+                        self.sink.write_all(buffer).map_err(|e| {
+                            io_error(e, &format!("writing a page of column {:?}", column.name))
+                        })?;
+                    }
                     column.pages.push(pb::Page {
                         offset: self.offset,
                         length,
@@ -271,8 +276,11 @@ impl<W: Write> FileWriter<W> {
                             format @ ChunkTableFormat::Wide => format.entry_bytes() as u32,
                         },
                         chunk_crc32c,
+                        buffer_sizes: page.buffers.iter().map(|b| b.len() as u64).collect(),
+                        buffer_crc32c: page.buffers.iter().map(|b| crc32c::crc32c(b)).collect(),
                     });
-                    self.offset += length;
+                    self.offset +=
+                        length + page.buffers.iter().map(|b| b.len() as u64).sum::<u64>();
                 }
             }
         }

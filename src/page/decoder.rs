@@ -11,7 +11,7 @@ use arrow_schema::{ArrowError, DataType};
 use std::borrow::Cow;
 
 use super::layout::{ChunkLocation, PageLayout};
-use super::{value_width, ChunkTableFormat, WIDE_HEADER_BIT};
+use super::{value_width, ChunkTableFormat, BUFFERS_HEADER_BIT, MAX_PAGE_BUFFERS, WIDE_HEADER_BIT};
 use crate::encodings::{checked_len, decompressor_for, ChunkStorage, MiniBlockDecompressor};
 use crate::error::{Error, Result};
 use crate::proto::encodings::ArrayEncoding;
@@ -40,7 +40,7 @@ pub struct PageDecoder<'a> {
 
 impl<'a> PageDecoder<'a> {
     /// A decoder over a page serialized by [`EncodedPage::to_bytes`](super::EncodedPage::to_bytes)
-    /// (`u32 header | chunk table | data`).
+    /// (`u32 header | chunk table | [buffers] | data`).
     pub fn try_new(encoding: &ArrayEncoding, num_values: u64, page: &'a [u8]) -> Result<Self> {
         let header: [u8; 4] = page
             .get(..4)
@@ -54,7 +54,7 @@ impl<'a> PageDecoder<'a> {
         } else {
             ChunkTableFormat::Narrow
         };
-        let num_chunks = (header & !WIDE_HEADER_BIT) as usize;
+        let num_chunks = (header & !(WIDE_HEADER_BIT | BUFFERS_HEADER_BIT)) as usize;
         let table_len = num_chunks
             .checked_mul(format.entry_bytes())
             .ok_or_else(|| Error::corrupt(format!("chunk count {num_chunks} overflows")))?;
@@ -64,20 +64,49 @@ impl<'a> PageDecoder<'a> {
                 page.len()
             ))
         })?;
-        Self::from_parts(encoding, num_values, table, format, &page[4 + table_len..])
+        let mut rest = &page[4 + table_len..];
+        let mut buffers = Vec::new();
+        if header & BUFFERS_HEADER_BIT != 0 {
+            let truncated = || Error::truncated("page ends inside its buffer sizes");
+            let count = rest.get(..4).ok_or_else(truncated)?;
+            let count = u32::from_le_bytes(count.try_into().expect("4 bytes")) as usize;
+            if !(1..=MAX_PAGE_BUFFERS).contains(&count) {
+                return Err(Error::corrupt(format!(
+                    "page declares {count} buffers (1 to {MAX_PAGE_BUFFERS})"
+                )));
+            }
+            let sizes = rest.get(4..4 + 8 * count).ok_or_else(truncated)?;
+            rest = &rest[4 + 8 * count..];
+            for size in sizes.chunks_exact(8) {
+                let size = u64::from_le_bytes(size.try_into().expect("8 bytes"));
+                let size = usize::try_from(size)
+                    .ok()
+                    .filter(|&s| s <= rest.len())
+                    .ok_or_else(|| {
+                        Error::truncated(format!(
+                            "page buffer of {size} bytes, {} bytes left in the page",
+                            rest.len()
+                        ))
+                    })?;
+                buffers.push(&rest[..size]);
+                rest = &rest[size..];
+            }
+        }
+        Self::from_parts(encoding, &buffers, num_values, table, format, rest)
     }
 
-    /// A decoder over a page given as its chunk table (entries of `format`) and its data
-    /// buffer.
+    /// A decoder over a page given as its page buffers, its chunk table (entries of
+    /// `format`) and its data buffer.
     pub fn from_parts(
         encoding: &ArrayEncoding,
+        page_buffers: &[&[u8]],
         num_values: u64,
         chunk_table: &[u8],
         format: ChunkTableFormat,
         data: &'a [u8],
     ) -> Result<Self> {
         Self::with_decompressor(
-            decompressor_for(encoding)?,
+            decompressor_for(encoding, page_buffers)?,
             num_values,
             chunk_table,
             format,

@@ -238,6 +238,7 @@ impl PageEncoder {
             num_values: num_values as u64,
             chunks,
             data,
+            buffers: compressor.page_buffers().to_vec(),
         })
     }
 }

@@ -30,11 +30,15 @@
 //! ```
 //!
 //! A chunk of a page without nulls carries no validity bytes; values under nulls are
-//! written as zero. An empty page has no chunks. Standalone, a page is serialized by
-//! [`EncodedPage::to_bytes`] as `u32 header | chunk table | data`, the header holding the
-//! chunk count in its low 31 bits and, in bit 31, whether the entries are wide; the
-//! [`ArrayEncoding`] travels beside it (in a column file, in the footer, where
-//! `Page.chunk_entry_bytes`, field 100, records the entry size).
+//! written as zero. An empty page has no chunks. What a page's chunks share beyond its
+//! message (a dictionary's items) is in page buffers, which the [`ArrayEncoding`] names
+//! by index. Standalone, a page is serialized by [`EncodedPage::to_bytes`] as `u32 header
+//! | chunk table | [u32 buffer count | u64 size per buffer | buffers] | data`, the header
+//! holding the chunk count in its low 30 bits, in bit 31 whether the entries are wide and
+//! in bit 30 whether the bracketed buffer part is present; the [`ArrayEncoding`] travels
+//! beside it (in a column file, in the footer, where `Page.chunk_entry_bytes`, field 100,
+//! records the entry size and `Page.buffer_sizes`, field 102, the buffers that follow the
+//! page's data).
 //!
 //! Worked example: f32 `[1.0, 2.0, 3.0, 4.0]` with BSS is one chunk of 16 bytes,
 //! table entry `10 00 00 00` (16 bytes, last chunk, no flags) and data
@@ -63,6 +67,12 @@ pub const WIDE_CHUNK_ENTRY_BYTES: usize = 8;
 
 /// Bit 31 of a standalone page's header: the chunk table has wide entries.
 pub(crate) const WIDE_HEADER_BIT: u32 = 1 << 31;
+
+/// Bit 30 of a standalone page's header: page buffers follow the chunk table.
+pub(crate) const BUFFERS_HEADER_BIT: u32 = 1 << 30;
+
+/// Most page buffers a page may declare.
+pub const MAX_PAGE_BUFFERS: usize = 16;
 
 const FLAG_VALIDITY: u8 = 1;
 const FLAG_COMPRESSED: u8 = 2;
@@ -206,6 +216,9 @@ pub struct EncodedPage {
     pub chunks: Vec<ChunkMeta>,
     /// The chunks, back to back.
     pub data: Vec<u8>,
+    /// What the chunks share beyond the message (a dictionary's items), in the order the
+    /// encoding names them; empty for most encodings.
+    pub buffers: Vec<Vec<u8>>,
 }
 
 impl EncodedPage {
@@ -241,26 +254,47 @@ impl EncodedPage {
         out
     }
 
-    /// The page as one buffer: `u32 LE header | chunk table | data`, the header holding
-    /// the chunk count and, in bit 31, whether the table is wide.
+    /// The page as one buffer: `u32 LE header | chunk table | [u32 LE buffer count |
+    /// u64 LE size per buffer | buffers] | data`, the header holding the chunk count, in
+    /// bit 31 whether the table is wide and in bit 30 whether buffers follow it.
     pub fn to_bytes(&self) -> Vec<u8> {
         let table = self.chunk_table();
         let mut header = self.chunks.len() as u32;
         if self.table_format() == ChunkTableFormat::Wide {
             header |= WIDE_HEADER_BIT;
         }
-        let mut out = Vec::with_capacity(4 + table.len() + self.data.len());
+        if !self.buffers.is_empty() {
+            header |= BUFFERS_HEADER_BIT;
+        }
+        let buffer_bytes: usize = self.buffers.iter().map(|b| 8 + b.len()).sum();
+        let mut out = Vec::with_capacity(8 + table.len() + buffer_bytes + self.data.len());
         out.extend_from_slice(&header.to_le_bytes());
         out.extend_from_slice(&table);
+        if !self.buffers.is_empty() {
+            out.extend_from_slice(&(self.buffers.len() as u32).to_le_bytes());
+            for buffer in &self.buffers {
+                out.extend_from_slice(&(buffer.len() as u64).to_le_bytes());
+            }
+            for buffer in &self.buffers {
+                out.extend_from_slice(buffer);
+            }
+        }
         out.extend_from_slice(&self.data);
         out
     }
 
-    /// Bytes taken by the page: chunk table, data, and its encoding message (which
-    /// carries what the chunks share, such as entropy tables).
+    /// The page buffers as slices, as [`decompressor_for`](crate::encodings::decompressor_for)
+    /// takes them.
+    pub fn buffer_slices(&self) -> Vec<&[u8]> {
+        self.buffers.iter().map(Vec::as_slice).collect()
+    }
+
+    /// Bytes taken by the page: chunk table, data, page buffers, and its encoding message
+    /// (which carries what the chunks share, such as entropy tables).
     pub fn encoded_len(&self) -> usize {
         self.chunks.len() * self.table_format().entry_bytes()
             + self.data.len()
+            + self.buffers.iter().map(Vec::len).sum::<usize>()
             + prost::Message::encoded_len(&self.encoding)
     }
 
@@ -273,6 +307,7 @@ impl EncodedPage {
     pub fn decoder(&self, data_type: &DataType) -> Result<PageDecoder<'_>> {
         PageDecoder::from_parts(
             &self.encoding,
+            &self.buffer_slices(),
             self.num_values,
             &self.chunk_table(),
             self.table_format(),
