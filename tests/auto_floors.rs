@@ -168,3 +168,63 @@ fn auto_depends_only_on_the_page() {
     );
     assert_eq!(encode(&garbage), encode(&zeros), "values under nulls");
 }
+
+/// Integer columns: codes drawn from a few scattered values (categories, sensor ids) take
+/// a dictionary; values in a narrow range that moves (counters, small measurements) are
+/// bit-packed; both are smaller than Zstd alone, and both decode back.
+#[test]
+fn auto_picks_dictionaries_and_bit_packing_for_integers() {
+    let mut state = 0x2545_F491_4F6C_DD1D_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let codes: Vec<u64> = (0..24).map(|_| next()).collect();
+    let categorical: Vec<i64> = (0..262_144)
+        .map(|_| codes[(next() % 24) as usize] as i64)
+        .collect();
+    let narrow: Vec<i64> = (0..262_144i64)
+        .map(|i| 1_000_000 + i / 4096 * 3 + (next() % 200) as i64)
+        .collect();
+    for (name, values, expected) in [
+        (
+            "categorical",
+            categorical,
+            &[Encoding::Dict, Encoding::DictZstd][..],
+        ),
+        ("narrow", narrow, &[Encoding::Bitpack][..]),
+    ] {
+        let array = arrow_array::Int64Array::from(values);
+        let options = EncoderOptions::default();
+        let size = |strategy: Strategy| {
+            PageEncoder::for_strategy(strategy, 8, &options)
+                .unwrap()
+                .encode(&array)
+                .unwrap()
+        };
+        for strategy in ["auto", "auto:0"] {
+            let page = size(strategy.parse().unwrap());
+            let zstd = size(Encoding::Zstd.into());
+            let chosen = page.encoding_kind().unwrap();
+            assert!(
+                expected.contains(&chosen),
+                "{name} {strategy}: {chosen} ({} bytes; zstd {})",
+                page.encoded_len(),
+                zstd.encoded_len()
+            );
+            assert!(page.encoded_len() < zstd.encoded_len(), "{name} {strategy}");
+            let back = page
+                .decoder(&arrow_schema::DataType::Int64)
+                .unwrap()
+                .decode()
+                .unwrap();
+            assert_eq!(
+                back.to_data(),
+                arrow_array::Array::to_data(&array),
+                "{name}"
+            );
+        }
+    }
+}

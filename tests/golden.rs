@@ -5,7 +5,8 @@
 //! of byte stream split and general compression, `v2` adds the ALP encodings (and its
 //! `auto` column file may use them), `v3` the delta encodings, `v4` the entropy tables a
 //! page shares (`alp+ans`) and `delta+ans`, `v5` entropy-coded streams in four lanes
-//! (modes 4 and 5) and `alp-rd`; all must decode forever.
+//! (modes 4 and 5) and `alp-rd`, `v6` `bitpack` and the dictionary pages, whose items are
+//! a page buffer (header bit 30); all must decode forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -19,7 +20,14 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 5] = [("v1", 6), ("v2", 9), ("v3", 12), ("v4", 13), ("v5", 14)];
+const VERSIONS: [(&str, usize); 6] = [
+    ("v1", 6),
+    ("v2", 9),
+    ("v3", 12),
+    ("v4", 13),
+    ("v5", 14),
+    ("v6", Encoding::ALL.len()),
+];
 
 fn dir(version: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -79,6 +87,7 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
     let manifest = String::from_utf8(read("MANIFEST.txt")).unwrap();
     let mut seen_encodings = std::collections::BTreeSet::new();
     let mut wide = 0;
+    let mut with_buffers = 0;
     let mut cases = 0;
     let mut with_tables = 0;
     for line in manifest.lines().filter(|l| !l.starts_with('#')) {
@@ -91,8 +100,12 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
         let encoding = ArrayEncoding::decode(read(&format!("{name}.encoding")).as_slice()).unwrap();
         seen_encodings.insert(Encoding::of(&encoding).unwrap().name());
         with_tables += usize::from(has_page_tables(&encoding));
-        if u32::from_le_bytes(page[..4].try_into().unwrap()) & (1 << 31) != 0 {
+        let header = u32::from_le_bytes(page[..4].try_into().unwrap());
+        if header & (1 << 31) != 0 {
             wide += 1;
+        }
+        if header & (1 << 30) != 0 {
+            with_buffers += 1;
         }
         let decoder = PageDecoder::try_new(&encoding, num_values, &page)
             .and_then(|d| d.with_data_type(&data_type(type_name)))
@@ -135,6 +148,12 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
         "{version}: {seen_encodings:?}"
     );
     assert!(wide >= 1, "no golden page has a wide chunk table");
+    if version >= "v6" {
+        assert!(
+            with_buffers >= 8,
+            "{version}: {with_buffers} pages with page buffers"
+        );
+    }
     if version >= "v4" {
         assert!(
             with_tables >= 4,
