@@ -183,10 +183,10 @@ fn auto_picks_dictionaries_and_bit_packing_for_integers() {
     };
     let codes: Vec<u64> = (0..24).map(|_| next()).collect();
     let categorical: Vec<i64> = (0..262_144)
-        .map(|_| codes[(next() % 24) as usize] as i64)
+        .map(|_| codes[(next() % 24) as usize].cast_signed())
         .collect();
     let narrow: Vec<i64> = (0..262_144i64)
-        .map(|i| 1_000_000 + i / 4096 * 3 + (next() % 200) as i64)
+        .map(|i| 1_000_000 + i / 4096 * 3 + (next() % 200).cast_signed())
         .collect();
     for (name, values, expected) in [
         (
