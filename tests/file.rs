@@ -421,7 +421,8 @@ fn with_footer(bytes: &[u8], change: impl FnOnce(&mut miniblock::proto::file::Fo
     out
 }
 
-type Page = miniblock::proto::file::Page;
+/// A change to a footer's page.
+type Lie = Box<dyn Fn(&mut miniblock::proto::file::Page)>;
 
 /// Dictionary pages keep their items in a page buffer after the page's data: it is
 /// written, read back for whole and partial reads, checked against its own CRC32C, and a
@@ -469,7 +470,7 @@ fn dictionary_page_buffers_round_trip_and_are_checked() {
         assert!(reader.verify().is_err());
 
         // Footers that lie about the buffers.
-        let lies: [(&str, Box<dyn Fn(&mut Page)>); 4] = [
+        let lies: [(&str, Lie); 4] = [
             (
                 "no buffers",
                 Box::new(|p| {
