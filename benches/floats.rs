@@ -8,7 +8,8 @@
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
 //! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta+zstd`,
-//! `bss+zstd`, `pco`, `parquet`). A page's size counts its chunk table and its encoding message.
+//! `bss+zstd`, `dict+zstd`, `pco`, `parquet`). A page's size counts its chunk table, its
+//! encoding message and its page buffers.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -40,12 +41,12 @@ fn files() -> Vec<PathBuf> {
     files
 }
 
-/// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
-/// the fixed encodings it chooses from on floats.
 /// Encoded pages, each with its chunk table.
 type Pages = Vec<(EncodedPage, Vec<u8>)>;
 
-const STRATEGIES: [&str; 8] = [
+/// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
+/// the fixed encodings it chooses from on floats.
+const STRATEGIES: [&str; 9] = [
     "auto:0",
     "auto",
     "alp+ans",
@@ -54,6 +55,7 @@ const STRATEGIES: [&str; 8] = [
     "delta+ans",
     "delta+zstd",
     "bss+zstd",
+    "dict+zstd",
 ];
 
 fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {

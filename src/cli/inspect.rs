@@ -73,14 +73,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     {
         let width = value_width(field.data_type()).unwrap_or(1);
         let raw = footer.num_rows * width as u64;
-        let encoded: u64 = column
-            .pages
-            .iter()
-            .map(|p| p.length + p.chunk_table.len() as u64)
-            .sum();
+        let encoded: u64 = column.pages.iter().map(stored_bytes).sum();
         let _ = write!(
             text,
-            "\ncolumn {:?}: {}{}, {} page(s), {raw} raw bytes -> {encoded} bytes (data + chunk tables), ratio {:.3}\n",
+            "\ncolumn {:?}: {}{}, {} page(s), {raw} raw bytes -> {encoded} bytes (data + chunk tables + page buffers), ratio {:.3}\n",
             field.name(),
             field.data_type(),
             if field.is_nullable() { ", nullable" } else { "" },
@@ -119,15 +115,21 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             let page_raw = page.num_values * width as u64;
             let encoding = page.encoding.clone().unwrap_or_default();
             let words = describe(&encoding);
+            let ratio = page_raw as f64 / stored_bytes(page).max(1) as f64;
+            let buffers = if page.buffer_sizes.is_empty() {
+                String::new()
+            } else {
+                let sizes: Vec<String> = page.buffer_sizes.iter().map(u64::to_string).collect();
+                format!("+{}", sizes.join("+"))
+            };
             let _ = writeln!(
                 text,
-                "  page {index}: rows {}, bytes {}+{} at offset {}, {words}, {} chunks (bytes min {min} / mean {mean:.0} / max {max}; {compressed} compressed, {with_nulls} with nulls), ratio {:.3}",
+                "  page {index}: rows {}, bytes {}+{}{buffers} at offset {}, {words}, {} chunks (bytes min {min} / mean {mean:.0} / max {max}; {compressed} compressed, {with_nulls} with nulls), ratio {ratio:.3}",
                 page.num_values,
                 page.length,
                 page.chunk_table.len(),
                 page.offset,
                 sizes.len(),
-                page_raw as f64 / (page.length + page.chunk_table.len() as u64).max(1) as f64
             );
             pages_json.push(json!({
                 "index": index,
@@ -141,7 +143,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 "compressed_chunks": compressed,
                 "chunks_with_nulls": with_nulls,
                 "crc32c": page.crc32c,
-                "ratio": page_raw as f64 / (page.length + page.chunk_table.len() as u64).max(1) as f64,
+                "buffer_bytes": page.buffer_sizes,
+                "ratio": ratio,
             }));
         }
         let chosen = column_encodings(column);
@@ -285,4 +288,10 @@ pub fn encodings_used(footer: &Footer) -> BTreeMap<String, usize> {
         }
     }
     counts
+}
+
+/// Bytes a page takes in the file and its footer's chunk table: data, table and page
+/// buffers.
+fn stored_bytes(page: &miniblock::proto::file::Page) -> u64 {
+    page.length + page.chunk_table.len() as u64 + page.buffer_sizes.iter().sum::<u64>()
 }

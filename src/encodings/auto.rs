@@ -9,14 +9,15 @@
 //! compares the sizes:
 //!
 //! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
-//!   values) delta+lz4, delta+ans and delta+zstd and (for 4- and 8-byte values) alp,
-//!   alp-rd, alp+lz4, alp+ans and alp+zstd; plain and bss can be
+//!   values) bitpack, delta+lz4, delta+ans and delta+zstd, (for 1- to 8-byte values) dict
+//!   and dict+zstd, and (for 4- and 8-byte values) alp, alp-rd, alp+lz4, alp+ans and
+//!   alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - favouring size alone (`min_gain = 0`), an LZ4 candidate is not tried when the same
-//!   transform under Zstd is a candidate (lz4, bss+lz4, delta+lz4), nor bit-packed or LZ4
-//!   ALP when `alp+ans` is: they win on decode speed, never by more than a few bytes on
-//!   size;
+//!   transform under Zstd is a candidate (lz4, bss+lz4, delta+lz4, dict), nor bit-packed
+//!   or LZ4 ALP when `alp+ans` is: they win on decode speed, never by more than a few
+//!   bytes on size;
 //! - a page of at most 64 KiB is tried whole, every candidate on every chunk;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
@@ -30,8 +31,9 @@
 //!   would cost more encode time than the choice is worth);
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
-//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, delta+lz4, alp,
-//!   alp-rd, alp+lz4, alp+ans, zstd, bss+zstd, delta+zstd, alp+zstd, delta+ans); walking from
+//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, bitpack, dict,
+//!   delta+lz4, alp, alp-rd, alp+lz4, alp+ans, zstd, dict+zstd, bss+zstd, delta+zstd,
+//!   alp+zstd, delta+ans); walking from
 //!   the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
@@ -41,7 +43,10 @@
 //!   tables from it, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
 //!   chunk with tables of its own); when that is within 1.5x of the best estimate it is
 //!   made for the page once, tried again as made, and its tables' bytes are added to its
-//!   estimate (the tables save at most about a fifth, so one further off cannot win).
+//!   estimate (the tables save at most about a fifth, so one further off cannot win);
+//! - a dictionary (`dict`, `dict+zstd`) is tried only when at most a quarter of the first
+//!   sample's values are distinct: it is made for the page (its items found in one pass),
+//!   tried as made, and its items' bytes are added to its estimate.
 //!
 //! The choice depends only on the page's bytes (never on timings), so the same page is
 //! always encoded the same way, by one thread or many.
@@ -77,9 +82,8 @@ pub const DEFAULT_MIN_GAIN: f64 = 0.03;
 /// Largest trial window: chunks above this size are sampled by their first bytes.
 const MAX_WINDOW_BYTES: usize = 16 * 1024;
 
-/// The default candidates: every encoding that can shrink values (the compressed ones and
-/// the three ALP ones; ALP only for 4- and 8-byte values, delta for 1-, 2-, 4- and 8-byte
-/// ones). Plain and BSS alone are never smaller than LZ4 over them (a chunk LZ4 cannot
+/// The default candidates: every encoding that can shrink values (all but plain and
+/// BSS; each only for the widths it supports). Plain and BSS alone are never smaller than LZ4 over them (a chunk LZ4 cannot
 /// shrink is stored as it is, and decodes as a copy), so they are left out unless asked
 /// for: they are the first two of [`SPEED_ORDER`].
 const DEFAULT_CANDIDATES: u32 = ((1 << SPEED_ORDER.len()) - 1) & !0b11;

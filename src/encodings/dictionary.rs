@@ -328,6 +328,11 @@ impl MiniBlockCompressor for DictionaryPage {
     }
 }
 
+thread_local! {
+    /// Decoded indices of the chunk a thread is decoding, when they are not bit-packed.
+    static INDICES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How a dictionary page's indices are decoded: bit-packed ones straight into the
 /// lookup, others through their decoder and scratch space.
 #[derive(Debug)]
@@ -538,13 +543,15 @@ impl MiniBlockDecompressor for DictionaryDecompressor {
                 })?;
                 result
             }
-            Indices::Other(decoder) => {
+            Indices::Other(decoder) => INDICES.with_borrow_mut(|indices| {
+                // The indices go to a buffer of this thread's, so the caller's scratch
+                // stays the inner decoder's (Zstd's output): neither is allocated per chunk.
                 let iw = self.index_width;
-                scratch.clear();
-                scratch.resize(super::checked_len(num_values, iw)?, 0);
-                decoder.decompress_into(chunk, num_values, storage, scratch, &mut Vec::new())?;
-                self.look_up(scratch.chunks_exact(iw).map(read), out)
-            }
+                indices.clear();
+                indices.resize(super::checked_len(num_values, iw)?, 0);
+                decoder.decompress_into(chunk, num_values, storage, indices, scratch)?;
+                self.look_up(indices.chunks_exact(iw).map(read), out)
+            }),
         }
     }
 }
