@@ -194,6 +194,7 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
         Encoding::BssLz4 => Encoding::BssZstd,
         Encoding::DeltaLz4 => Encoding::DeltaZstd,
         Encoding::Alp | Encoding::AlpLz4 => Encoding::AlpAns,
+        Encoding::Delta => Encoding::DeltaAns,
         Encoding::Dict => Encoding::DictZstd,
         _ => return false,
     };
@@ -201,13 +202,14 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
 }
 
 /// Encodings from the fastest to decode to the slowest.
-const SPEED_ORDER: [Encoding; 17] = [
+const SPEED_ORDER: [Encoding; 18] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
     Encoding::BssLz4,
     Encoding::Bitpack,
     Encoding::Dict,
+    Encoding::Delta,
     Encoding::DeltaLz4,
     Encoding::Alp,
     Encoding::AlpRd,

@@ -60,6 +60,28 @@
 //! ```
 //!
 //! (the unit test `worked_example` checks these bytes).
+//!
+//! `delta` (alone) stores the differences bit-packed instead, with a frame of reference:
+//! the first `order` residuals as they are, then the rest as wrapping differences (not
+//! zigzag coded), frame-of-reference coded and bit-packed by [`bitpacked`](super::bitpacked)
+//! (whose reference may be read signed, so a steady trend costs only its jitter):
+//!
+//! ```text
+//! packed   order | 0x20, then min(order, n) zigzag residuals of W bytes, LE, then a
+//!          bitpack chunk of the other n - min(order, n) differences (a header byte, a
+//!          W-byte reference, the offsets bit-packed)
+//! ```
+//!
+//! For the f32 example above, order 2 again: the residuals `0x7F000000, 0x00800000`, then
+//! the second differences `0, 0xFFE00000`, read signed `0x80000000, 0x7FE00000`: reference
+//! `0x7FE00000`, offsets `0x200000, 0` at 22 bits, signed (`bitpack` header `0x96`):
+//!
+//! ```text
+//! 22 | 00 00 00 7F | 00 00 80 00 | 96 | 00 00 E0 7F | 00 00 20 00 00 00
+//! order, packed  r[0]   r[1]       b    reference     offsets 0x200000, 0
+//! ```
+//!
+//! (`tests::packed_worked_example`).
 
 use arrow_buffer::MutableBuffer;
 
@@ -83,6 +105,9 @@ const BINNED_BIT: u8 = 0x40;
 
 /// The page tables' kind of the bin symbol stream (the byte streams are kinds 0 to 7).
 const BINNED_KIND: usize = 8;
+
+/// Bit of the order byte, without [`ENTROPY_BIT`]: the differences are bit-packed.
+const PACKED_BIT: u8 = 0x20;
 
 /// Smallest entropy-coded chunk: the order byte and a constant bin stream.
 const MIN_CODED_BYTES: usize = 3;
@@ -244,6 +269,34 @@ fn undo<W: Word>(values: &mut [u8], order: u8) {
     }
 }
 
+/// Writes the `n` values of a packed chunk's residuals (`rest`: the first
+/// `min(order, n)` zigzag residuals, then a bitpack chunk of the other differences) into
+/// `out`, summed `order` times.
+fn unpack<W: Word>(rest: &[u8], order: u8, n: usize, out: &mut [u8]) -> Result<()> {
+    let bits = 8 * W::BYTES as u32;
+    let first = usize::from(order).min(n);
+    let head = rest.get(..first * W::BYTES).ok_or_else(|| {
+        Error::corrupt(format!(
+            "delta chunk of {n} values: cut inside its first residuals"
+        ))
+    })?;
+    let mut sums = Sums::new(order);
+    let firsts: Vec<u64> = head.chunks_exact(W::BYTES).map(W::read).collect();
+    sums.write::<W>(&firsts, &mut out[..first * W::BYTES]);
+    let unpacker = super::bitpacked::BitpackDecompressor::new(u64::from(bits))?;
+    let mut at = first * W::BYTES;
+    let mut block = [0u64; crate::kernels::bitpack::BLOCK];
+    unpacker.unpack(&rest[first * W::BYTES..], n - first, |differences| {
+        let residuals = &mut block[..differences.len()];
+        for (r, &d) in residuals.iter_mut().zip(differences) {
+            *r = zigzag(d, bits);
+        }
+        let end = at + residuals.len() * W::BYTES;
+        sums.write::<W>(residuals, &mut out[at..end]);
+        at = end;
+    })
+}
+
 /// Running sums that undo zigzag differences of order 1 or 2, value after value.
 #[derive(Clone, Copy)]
 struct Sums {
@@ -312,6 +365,8 @@ pub struct DeltaEncoder {
     /// Entropy-coded: the tables of the page being encoded (see
     /// [`MiniBlockCompressor::for_page`]); none until then.
     tables: PageTables,
+    /// Whether the differences are bit-packed (`delta`).
+    packed: bool,
 }
 
 impl DeltaEncoder {
@@ -323,6 +378,7 @@ impl DeltaEncoder {
             shape,
             entropy_coded: false,
             tables: PageTables::default(),
+            packed: false,
         })
     }
 
@@ -340,6 +396,17 @@ impl DeltaEncoder {
     pub fn entropy_coded(self) -> Self {
         Self {
             entropy_coded: true,
+            packed: false,
+            ..self
+        }
+    }
+
+    /// The same encoder, bit-packing the differences with a frame of reference (`delta`).
+    #[must_use]
+    pub fn bit_packed(self) -> Self {
+        Self {
+            packed: true,
+            entropy_coded: false,
             ..self
         }
     }
@@ -371,6 +438,7 @@ impl MiniBlockCompressor for DeltaEncoder {
                 bits_per_value: self.shape.width as u64 * 8,
                 entropy_coded: self.entropy_coded,
                 page_tables: self.tables.to_bytes(),
+                bit_packed: self.packed,
             })),
         }
     }
@@ -385,6 +453,18 @@ impl MiniBlockCompressor for DeltaEncoder {
         let width = self.shape.width;
         let order = self.residuals_of(values, scratch);
         let start = out.len();
+        if self.packed {
+            out.push(order | PACKED_BIT);
+            let first = usize::from(order).min(values.len() / width);
+            out.extend_from_slice(&scratch[..first * width]);
+            let m = mask(8 * width as u32);
+            let differences: Vec<u64> = scratch[first * width..]
+                .chunks_exact(width)
+                .map(|r| unzigzag(read_le(r)) & m)
+                .collect();
+            super::bitpacked::write_chunk(&differences, width, out);
+            return Ok(ChunkStorage::Raw);
+        }
         if self.entropy_coded {
             // Byte streams or bins, whichever the estimates say is smaller: only it is
             // coded.
@@ -447,6 +527,8 @@ pub struct DeltaDecompressor {
     /// Whether chunks may carry entropy-coded streams, and the page's tables for them.
     entropy_coded: bool,
     tables: PageTables,
+    /// Whether chunks carry bit-packed differences.
+    packed: bool,
 }
 
 /// How a chunk's residuals are stored, as its order byte says; each holds the bytes
@@ -459,6 +541,8 @@ enum Residuals<'c> {
     Streams(&'c [u8]),
     /// Entropy-coded bins.
     Binned(&'c [u8]),
+    /// The first residuals, then a bitpack chunk of the other differences.
+    Packed(&'c [u8]),
 }
 
 impl DeltaDecompressor {
@@ -473,10 +557,14 @@ impl DeltaDecompressor {
                 "delta with page tables but without entropy coding",
             ));
         }
+        if delta.entropy_coded && delta.bit_packed {
+            return Err(Error::corrupt("delta both entropy-coded and bit-packed"));
+        }
         Ok(Self {
             width,
             entropy_coded: delta.entropy_coded,
             tables: PageTables::parse(&delta.page_tables)?,
+            packed: delta.bit_packed,
         })
     }
 
@@ -500,8 +588,11 @@ impl DeltaDecompressor {
             )));
         };
         let coded = byte & ENTROPY_BIT != 0 && self.entropy_coded;
+        let packed = byte & PACKED_BIT != 0 && self.packed;
         let order = if coded {
             byte & !(ENTROPY_BIT | BINNED_BIT)
+        } else if packed {
+            byte & !PACKED_BIT
         } else {
             byte
         };
@@ -509,6 +600,9 @@ impl DeltaDecompressor {
             return Err(Error::corrupt(format!(
                 "delta chunk of order {order} (1 or 2 expected)"
             )));
+        }
+        if packed {
+            return Ok((order, Residuals::Packed(rest)));
         }
         if coded {
             return Ok((
@@ -557,6 +651,10 @@ impl DeltaDecompressor {
                 by_width!(self.width, undo(out, order));
                 rest.len()
             }
+            Residuals::Packed(rest) => {
+                by_width!(self.width, unpack(rest, order, num_values, out))?;
+                return Ok(());
+            }
             Residuals::Binned(rest) => {
                 // The sums are taken as the residuals are unbinned.
                 scratch.clear();
@@ -591,6 +689,10 @@ impl MiniBlockDecompressor for DeltaDecompressor {
             // From one constant bin stream (three bytes in all) to every byte stream raw
             // (one more byte each); the encoder stores larger chunks as residuals.
             Some((len.min(MIN_CODED_BYTES), len.saturating_add(self.width)))
+        } else if self.packed {
+            // The order byte and a bitpack header, up to two full residuals and a
+            // reference more than the values.
+            Some((2 + self.width, len.saturating_add(1 + 3 * self.width)))
         } else {
             Some((len, len))
         }
@@ -599,6 +701,8 @@ impl MiniBlockDecompressor for DeltaDecompressor {
     fn raw_expansion(&self) -> usize {
         if self.entropy_coded {
             super::MAX_CHUNK_VALUES * self.width / MIN_CODED_BYTES
+        } else if self.packed {
+            super::MAX_CHUNK_VALUES
         } else {
             1
         }
@@ -644,6 +748,42 @@ impl MiniBlockDecompressor for DeltaDecompressor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn packed_worked_example() {
+        let values: Vec<u8> = [1.0f32, 1.5, 2.0, 2.5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mut chunk = Vec::new();
+        DeltaEncoder::try_new(32)
+            .unwrap()
+            .bit_packed()
+            .compress_chunk(&values, &mut chunk, &mut Vec::new())
+            .unwrap();
+        assert_eq!(
+            chunk,
+            [0x22, 0, 0, 0, 0x7F, 0, 0, 0x80, 0, 0x96, 0, 0, 0xE0, 0x7F, 0, 0, 0x20, 0, 0, 0]
+        );
+        let message = DeltaEncoder::try_new(32)
+            .unwrap()
+            .bit_packed()
+            .array_encoding();
+        let decoder = crate::encodings::decompressor_for(&message, &[]).unwrap();
+        assert_eq!(
+            decoder.decompress(&chunk, 4, ChunkStorage::Raw).unwrap(),
+            values
+        );
+        // Every prefix and a byte more are refused.
+        for cut in 0..chunk.len() {
+            assert!(decoder
+                .decompress(&chunk[..cut], 4, ChunkStorage::Raw)
+                .is_err());
+        }
+        let mut long = chunk.clone();
+        long.push(0);
+        assert!(decoder.decompress(&long, 4, ChunkStorage::Raw).is_err());
+    }
 
     #[test]
     fn worked_example() {
@@ -830,6 +970,7 @@ mod tests {
             bits_per_value: 8,
             entropy_coded: true,
             page_tables: Vec::new(),
+            bit_packed: false,
         })
         .unwrap();
         let mut out = vec![0; 4];

@@ -547,6 +547,9 @@ pub enum Encoding {
     /// ALP-RD: floats that are not decimals, each value's front bits through a chunk
     /// dictionary, the rest bit-packed (32- and 64-bit floats only).
     AlpRd,
+    /// Delta (values as integers, differenced), the differences bit-packed with a frame
+    /// of reference (1-, 2-, 4- and 8-byte values).
+    Delta,
     /// Delta (values as integers, differenced, zigzag coded, byte-stream split), each
     /// chunk compressed with LZ4 (1-, 2-, 4- and 8-byte values).
     DeltaLz4,
@@ -566,7 +569,7 @@ pub enum Encoding {
 
 impl Encoding {
     /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 17] = [
+    pub const ALL: [Encoding; 18] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -578,6 +581,7 @@ impl Encoding {
         Encoding::AlpZstd,
         Encoding::AlpAns,
         Encoding::AlpRd,
+        Encoding::Delta,
         Encoding::DeltaLz4,
         Encoding::DeltaZstd,
         Encoding::DeltaAns,
@@ -600,6 +604,7 @@ impl Encoding {
             Encoding::AlpZstd => "alp+zstd",
             Encoding::AlpAns => "alp+ans",
             Encoding::AlpRd => "alp-rd",
+            Encoding::Delta => "delta",
             Encoding::DeltaLz4 => "delta+lz4",
             Encoding::DeltaZstd => "delta+zstd",
             Encoding::DeltaAns => "delta+ans",
@@ -638,7 +643,7 @@ impl Encoding {
     pub fn is_delta(self) -> bool {
         matches!(
             self,
-            Encoding::DeltaLz4 | Encoding::DeltaZstd | Encoding::DeltaAns
+            Encoding::Delta | Encoding::DeltaLz4 | Encoding::DeltaZstd | Encoding::DeltaAns
         )
     }
 
@@ -666,6 +671,7 @@ impl Encoding {
             | Encoding::Alp
             | Encoding::AlpAns
             | Encoding::AlpRd
+            | Encoding::Delta
             | Encoding::DeltaAns
             | Encoding::Bitpack
             | Encoding::Dict => None,
@@ -720,10 +726,10 @@ impl Encoding {
             Box::new(AlpRdEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else if self.is_delta() {
             let delta = DeltaEncoder::try_new(bits)?.with_chunk_values(chunk_values)?;
-            Box::new(if self == Encoding::DeltaAns {
-                delta.entropy_coded()
-            } else {
-                delta
+            Box::new(match self {
+                Encoding::DeltaAns => delta.entropy_coded(),
+                Encoding::Delta => delta.bit_packed(),
+                _ => delta,
             })
         } else if self == Encoding::Bitpack {
             Box::new(BitpackEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
@@ -772,10 +778,14 @@ impl Encoding {
                     _ => None,
                 }
             }
-            // Delta alone is written only entropy-coded: otherwise it only ever shrinks
-            // under a compressor.
+            // Delta alone is written entropy-coded or bit-packed: its byte streams only
+            // ever shrink under a compressor.
             array_encoding::ArrayEncoding::Delta(delta) => {
-                delta.entropy_coded.then_some(Encoding::DeltaAns)
+                match (delta.entropy_coded, delta.bit_packed) {
+                    (true, _) => Some(Encoding::DeltaAns),
+                    (false, true) => Some(Encoding::Delta),
+                    (false, false) => None,
+                }
             }
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
                 let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
