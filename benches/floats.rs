@@ -7,8 +7,8 @@
 //! sizes are printed and every round trip is checked bit for bit.
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
-//! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta+zstd`,
-//! `bss+zstd`, `dict+zstd`, `pco`, `parquet`). A page's size counts its chunk table, its
+//! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta`,
+//! `delta+zstd`, `bss+zstd`, `dict+zstd`, `pco`, `parquet`). A page's size counts its chunk table, its
 //! encoding message and its page buffers.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
@@ -46,13 +46,14 @@ type Pages = Vec<(EncodedPage, Vec<u8>)>;
 
 /// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
 /// the fixed encodings it chooses from on floats.
-const STRATEGIES: [&str; 9] = [
+const STRATEGIES: [&str; 10] = [
     "auto:0",
     "auto",
     "alp+ans",
     "alp+zstd",
     "alp-rd",
     "delta+ans",
+    "delta",
     "delta+zstd",
     "bss+zstd",
     "dict+zstd",
