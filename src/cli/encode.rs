@@ -32,8 +32,9 @@ pub struct Args {
     output: OutputArgs,
     /// Encoding of the pages: auto (chosen per page by trial on a sample), auto:GAIN
     /// (a slower-decoding encoding must save GAIN, e.g. auto:0 for the smallest), or one
-    /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd, delta+lz4, delta+zstd, delta+ans (1-, 2-, 4- and
-    /// 8-byte values), alp, alp+lz4, alp+zstd, alp+ans (32- and 64-bit floats).
+    /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd, bitpack, delta, delta+lz4, delta+zstd,
+    /// delta+ans (1-, 2-, 4- and 8-byte values), dict, dict+zstd (1- to 8-byte values), alp,
+    /// alp+lz4, alp+zstd, alp+ans, alp-rd (32- and 64-bit floats).
     #[arg(long, default_value = "auto", value_parser = parse_strategy)]
     encoding: Strategy,
     #[command(flatten)]

@@ -9,14 +9,14 @@
 //! compares the sizes:
 //!
 //! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
-//!   values) bitpack, delta+lz4, delta+ans and delta+zstd, (for 1- to 8-byte values) dict
+//!   values) bitpack, delta, delta+lz4, delta+ans and delta+zstd, (for 1- to 8-byte values) dict
 //!   and dict+zstd, and (for 4- and 8-byte values) alp, alp-rd, alp+lz4, alp+ans and
 //!   alp+zstd; plain and bss can be
 //!   added ([`AutoOptions::with_candidates`]) and cost nothing to try (their size is the
 //!   values' size), but never win on size: a chunk LZ4 cannot shrink is stored as it is;
 //! - favouring size alone (`min_gain = 0`), an LZ4 candidate is not tried when the same
 //!   transform under Zstd is a candidate (lz4, bss+lz4, delta+lz4, dict), nor bit-packed
-//!   or LZ4 ALP when `alp+ans` is: they win on decode speed, never by more than a few
+//!   or LZ4 ALP when `alp+ans` is, nor bit-packed delta when `delta+ans` is: they win on decode speed, never by more than a few
 //!   bytes on size;
 //! - a page of at most 64 KiB is tried whole, every candidate on every chunk;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
@@ -32,7 +32,7 @@
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, bitpack, dict,
-//!   delta+lz4, alp, alp-rd, alp+lz4, alp+ans, zstd, dict+zstd, bss+zstd, delta+zstd,
+//!   delta, delta+lz4, alp, alp-rd, alp+lz4, alp+ans, zstd, dict+zstd, bss+zstd, delta+zstd,
 //!   alp+zstd, delta+ans); walking from
 //!   the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
