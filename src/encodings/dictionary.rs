@@ -501,6 +501,15 @@ impl MiniBlockDecompressor for DictionaryDecompressor {
                 self.width
             )));
         }
+        // Strictly increasing W-byte items number at most 2^(8W): checked before the
+        // items are widened to 8 bytes each, so 1- and 2-byte items cannot make a decoder
+        // allocate several times the buffer.
+        if self.width < 8 && self.num_items > 1 << (8 * self.width) {
+            return Err(Error::corrupt(format!(
+                "a dictionary of {} distinct {}-byte items",
+                self.num_items, self.width
+            )));
+        }
         let items: Vec<u64> = items.chunks_exact(self.width).map(read).collect();
         if items.windows(2).any(|w| w[0] >= w[1]) {
             return Err(Error::corrupt(
@@ -642,6 +651,15 @@ mod tests {
             d.num_dictionary_items = MAX_NARROW_ITEMS as u32 + 1;
         }
         assert!(decompressor_for(&wide, &[items]).is_err());
+        // More 1-byte items than there are bytes: refused before the items are widened.
+        let bytes = DictionaryEncoder::try_new(8)
+            .unwrap()
+            .message(bitpacked::message(2), 300);
+        let err = decompressor_for(&bytes, &[&[0; 300]]).unwrap_err();
+        assert!(
+            err.to_string().contains("300 distinct 1-byte items"),
+            "{err}"
+        );
     }
 
     #[test]
