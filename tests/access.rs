@@ -58,7 +58,7 @@ fn ranges_touch_only_overlapping_chunks() {
         };
         let table = page.chunk_table();
         let decoder = PageDecoder::with_decompressor(
-            Box::new(counting),
+            Box::new(counting) as Box<dyn miniblock::encodings::MiniBlockDecompressor>,
             page.num_values,
             &table,
             page.table_format(),

@@ -320,6 +320,7 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
             columns: Some(vec![1, 0]),
             batch_rows: 7_000,
             rows: Some(1_234..45_678),
+            filter: None,
         })
         .unwrap();
     let out_schema = scan.schema();
@@ -372,6 +373,7 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
             columns: Some(vec![]),
             batch_rows: 20_000,
             rows: None,
+            filter: None,
         })
         .unwrap()
         .map(|b| b.unwrap().num_rows())
@@ -493,4 +495,126 @@ fn dictionary_page_buffers_round_trip_and_are_checked() {
             assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}: {err}");
         }
     }
+}
+
+/// Every page's statistics are in the footer; a scan with a filter reads only the pages
+/// whose statistics may match (here about 1% of a sorted column's pages, and a few
+/// percent of the file's bytes), and the rows it returns include every matching row.
+#[test]
+fn page_statistics_prune_scans() {
+    use miniblock::file::{PageStats, ScanOptions, StatValue, StatsFilter};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("t", DataType::Int64, false),
+        Field::new("x", DataType::Float32, true),
+    ]));
+    let rows = 400_000usize;
+    let t: ArrayRef = Arc::new(arrow_array::Int64Array::from_iter_values(
+        (0..400_000i64).map(|i| 1_000_000 + 3 * i),
+    ));
+    let x: ArrayRef = Arc::new(Float32Array::from_iter((0..rows).map(|i| match i % 97 {
+        0 => None,
+        1 => Some(f32::NAN),
+        _ => Some((i as f32 * 0.001).sin()),
+    })));
+    let options = WriteOptions {
+        page_values: Some(4_000),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema.clone(), vec![t.clone(), x.clone()]).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    let reader = FileReader::open(Cursor::new(bytes.clone())).unwrap();
+    // Statistics of the whole columns, from the footer alone.
+    let t_stats = reader.column_stats(0).unwrap().unwrap();
+    assert_eq!(t_stats.min, Some(StatValue::Int(1_000_000)));
+    assert_eq!(
+        t_stats.max,
+        Some(StatValue::Int(1_000_000 + 3 * (rows as i128 - 1)))
+    );
+    let x_stats = reader.column_stats(1).unwrap().unwrap();
+    let expected = PageStats::of(x.as_ref());
+    assert_eq!(x_stats, expected);
+    assert_eq!((x_stats.null_count, x_stats.nan_count), (4124, 4124));
+    assert_eq!(reader.footer().columns[0].pages.len(), 100);
+
+    // t from 1,600,000 to 1,611,000: rows 200,000..203,667, in page 50 alone.
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = FileReader::open(Counting {
+        inner: Cursor::new(bytes.clone()),
+        read: read.clone(),
+    })
+    .unwrap();
+    read.store(0, Ordering::SeqCst);
+    let filter = StatsFilter {
+        column: 0,
+        min: Some(StatValue::Int(1_600_000)),
+        max: Some(StatValue::Int(1_611_000)),
+    };
+    let batches: Vec<RecordBatch> = counted
+        .scan(&ScanOptions {
+            filter: Some(filter),
+            ..ScanOptions::default()
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let fetched = read.load(Ordering::SeqCst);
+    let got: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    assert_eq!(got, 4_000, "one page of rows");
+    let first = &batches[0];
+    assert_eq!(first.column(0).as_ref(), t.slice(200_000, 4_000).as_ref());
+    common::assert_same_bits(&x.slice(200_000, 4_000), first.column(1).as_ref(), "x");
+    assert!(
+        fetched * 100 <= bytes.len() as u64 * 3,
+        "read {fetched} of {} bytes",
+        bytes.len()
+    );
+    println!(
+        "pruned scan: {got} rows, {fetched} of {} bytes read",
+        bytes.len()
+    );
+
+    // A range past every value reads nothing; an open range above keeps pages with NaN.
+    let none = FileReader::open(Cursor::new(bytes.clone()))
+        .unwrap()
+        .scan(&ScanOptions {
+            filter: Some(StatsFilter {
+                column: 0,
+                min: Some(StatValue::Int(10_000_000)),
+                max: None,
+            }),
+            ..ScanOptions::default()
+        })
+        .unwrap()
+        .count();
+    assert_eq!(none, 0);
+    let above: usize = FileReader::open(Cursor::new(bytes.clone()))
+        .unwrap()
+        .scan(&ScanOptions {
+            filter: Some(StatsFilter {
+                column: 1,
+                min: Some(StatValue::Float(2.0)),
+                max: None,
+            }),
+            ..ScanOptions::default()
+        })
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+    assert_eq!(above, rows, "every page holds a NaN, which sorts above 2.0");
+    let below: usize = FileReader::open(Cursor::new(bytes))
+        .unwrap()
+        .scan(&ScanOptions {
+            filter: Some(StatsFilter {
+                column: 1,
+                min: None,
+                max: Some(StatValue::Float(-2.0)),
+            }),
+            ..ScanOptions::default()
+        })
+        .unwrap()
+        .count();
+    assert_eq!(below, 0);
 }

@@ -207,6 +207,14 @@ fn column_files_decode_to_their_columns(version: &str) {
             );
             let range = reader.read_column_range(i, 240..260).unwrap();
             assert_eq!(range.to_data(), expected.column(i).slice(240, 20).to_data());
+            // Page statistics from v6 on, exactly what the values give; none before.
+            let stats = reader.column_stats(i).unwrap();
+            if version >= "v6" {
+                let computed = miniblock::file::PageStats::of(expected.column(i).as_ref());
+                assert_eq!(stats, Some(computed), "{version} {file} {}", field.name());
+            } else {
+                assert_eq!(stats, None, "{version} {file}");
+            }
         }
     }
 }

@@ -2,7 +2,7 @@
 //! 200,000 times (distinct names, or names from a set of eight; any nullability and
 //! value type), pages with arbitrary offsets, lengths, u64 value counts and chunk tables
 //! of repeated entries (validity and compressed flags, narrow or wide), page buffers of
-//! any sizes, checksums off or correct, over a small data area. The footer's own checksum is correct, so every field
+//! any sizes, any page statistics, checksums off or correct, over a small data area. The footer's own checksum is correct, so every field
 //! reaches validation. Opening and reading must return Ok or Err, never panic, never take
 //! time or memory out of proportion to the file (the run's -timeout and -malloc_limit_mb).
 #![no_main]
@@ -11,7 +11,7 @@ use std::io::Cursor;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use miniblock::file::{FileReader, FORMAT_VERSION, MAGIC};
+use miniblock::file::{FileReader, ScanOptions, StatsFilter, FORMAT_VERSION, MAGIC};
 use miniblock::proto::file as pb;
 use miniblock::Encoding;
 use prost::Message;
@@ -27,6 +27,7 @@ struct PageClaim {
     wide: bool,
     chunk_crcs: bool,
     buffers: Vec<u16>,
+    statistics: Option<(Option<Vec<u8>>, Option<Vec<u8>>, u64, u64)>,
 }
 
 #[derive(Debug, Arbitrary)]
@@ -55,42 +56,50 @@ fuzz_target!(|claim: FileClaim| {
     };
     for i in 0..count {
         let c = &claim.columns[i % claim.columns.len()];
-        let pages = c
-            .pages
-            .iter()
-            .map(|p| {
-                let mut table = Vec::new();
-                let n = p.entries.len() * (usize::from(p.repeat) + 1);
-                for j in 0..n {
-                    let (size, log, flags) = p.entries[j % p.entries.len()];
-                    if p.wide {
-                        table.extend_from_slice(&u32::from(size).to_le_bytes());
-                        table.extend_from_slice(&[log % 18, flags & 3, 0, 0]);
-                    } else {
-                        table.extend_from_slice(&size.to_le_bytes());
-                        table.extend_from_slice(&[log % 18, flags & 3]);
+        let pages =
+            c.pages
+                .iter()
+                .map(|p| {
+                    let mut table = Vec::new();
+                    let n = p.entries.len() * (usize::from(p.repeat) + 1);
+                    for j in 0..n {
+                        let (size, log, flags) = p.entries[j % p.entries.len()];
+                        if p.wide {
+                            table.extend_from_slice(&u32::from(size).to_le_bytes());
+                            table.extend_from_slice(&[log % 18, flags & 3, 0, 0]);
+                        } else {
+                            table.extend_from_slice(&size.to_le_bytes());
+                            table.extend_from_slice(&[log % 18, flags & 3]);
+                        }
                     }
-                }
-                let offset = 8 + u64::from(p.offset) % (data.len() as u64 + 1);
-                let length = u64::from(p.length);
-                let bytes = data
-                    .get((offset - 8) as usize..(offset - 8 + length) as usize)
-                    .unwrap_or(&[]);
-                let encoding = Encoding::ALL[usize::from(p.encoding) % Encoding::ALL.len()];
-                pb::Page {
-                    offset,
-                    length,
-                    num_values: p.num_values,
-                    encoding: encoding.compressor(64).ok().map(|c| c.array_encoding()),
-                    chunk_table: table,
-                    crc32c: crc32c::crc32c(bytes),
-                    chunk_entry_bytes: if p.wide { 8 } else { 0 },
-                    chunk_crc32c: if p.chunk_crcs { vec![0; n] } else { Vec::new() },
-                    buffer_sizes: p.buffers.iter().map(|&b| u64::from(b)).collect(),
-                    buffer_crc32c: vec![0; p.buffers.len() % 3],
-                }
-            })
-            .collect();
+                    let offset = 8 + u64::from(p.offset) % (data.len() as u64 + 1);
+                    let length = u64::from(p.length);
+                    let bytes = data
+                        .get((offset - 8) as usize..(offset - 8 + length) as usize)
+                        .unwrap_or(&[]);
+                    let encoding = Encoding::ALL[usize::from(p.encoding) % Encoding::ALL.len()];
+                    pb::Page {
+                        offset,
+                        length,
+                        num_values: p.num_values,
+                        encoding: encoding.compressor(64).ok().map(|c| c.array_encoding()),
+                        chunk_table: table,
+                        crc32c: crc32c::crc32c(bytes),
+                        chunk_entry_bytes: if p.wide { 8 } else { 0 },
+                        chunk_crc32c: if p.chunk_crcs { vec![0; n] } else { Vec::new() },
+                        buffer_sizes: p.buffers.iter().map(|&b| u64::from(b)).collect(),
+                        buffer_crc32c: vec![0; p.buffers.len() % 3],
+                        statistics: p.statistics.clone().map(
+                            |(min, max, null_count, nan_count)| pb::PageStatistics {
+                                min,
+                                max,
+                                null_count,
+                                nan_count,
+                            },
+                        ),
+                    }
+                })
+                .collect();
         columns.push(pb::Column {
             // Distinct names, or one of eight (duplicates).
             name: if c.name & 0x80 == 0 {
@@ -124,6 +133,24 @@ fuzz_target!(|claim: FileClaim| {
     };
     let rows = reader.num_rows();
     for column in 0..reader.schema().fields().len().min(16) {
+        // Statistics, and a scan they prune, on whatever the footer claims.
+        if let Ok(Some(stats)) = reader.column_stats(column) {
+            let filter = StatsFilter {
+                column,
+                min: stats.min,
+                max: stats.min,
+            };
+            let options = ScanOptions {
+                columns: Some(vec![column]),
+                batch_rows: 4096,
+                rows: Some(0..rows.min(1 << 16)),
+                filter: Some(filter),
+            };
+            let scan = FileReader::open(Cursor::new(&file)).and_then(|r| r.scan(&options));
+            if let Ok(scan) = scan {
+                scan.take(4).for_each(drop);
+            }
+        }
         for verify in [true, false] {
             reader.set_verify_checksums(verify);
             let _ =

@@ -248,6 +248,7 @@ impl Source {
                 columns: Some(columns.to_vec()),
                 batch_rows: TABLE_STEP_ROWS,
                 rows: Some(rows),
+                filter: None,
             })?)),
             Source::Lance { reader, schema } => {
                 let fields = columns

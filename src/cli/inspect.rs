@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::stats::ColumnStats;
 use super::CliError;
+use miniblock::file::PageStats;
 
 pub(super) const EXAMPLES: &str = "\\
 Examples:
@@ -64,12 +65,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         footer.num_rows,
         footer.columns.len()
     );
-    for ((field, column), stats) in reader
+    for (c, ((field, column), stats)) in reader
         .schema()
         .fields()
         .iter()
         .zip(&footer.columns)
         .zip(&stats)
+        .enumerate()
     {
         let width = value_width(field.data_type()).unwrap_or(1);
         let raw = footer.num_rows * width as u64;
@@ -88,9 +90,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "  values: min {}, max {}, {} null(s){}",
             stats.min().as_deref().unwrap_or("-"),
             stats.max().as_deref().unwrap_or("-"),
-            stats.nulls,
+            stats.nulls(),
             stats
-                .nans
+                .nans()
                 .map_or_else(String::new, |n| format!(", {n} NaN(s)"))
         );
         let mut pages_json = Vec::new();
@@ -116,6 +118,18 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             let encoding = page.encoding.clone().unwrap_or_default();
             let words = describe(&encoding);
             let ratio = page_raw as f64 / stored_bytes(page).max(1) as f64;
+            let mut extremes = ColumnStats::new(field.data_type());
+            if let Some(s) = reader
+                .page_stats(c, index)
+                .map_err(|e| CliError::new(format!("{shown}: {e}")))?
+            {
+                extremes.add(&s);
+            }
+            let (page_min, page_max) = (extremes.min(), extremes.max());
+            let span = page_min
+                .as_deref()
+                .zip(page_max.as_deref())
+                .map_or_else(String::new, |(lo, hi)| format!(", values {lo} to {hi}"));
             let buffers = if page.buffer_sizes.is_empty() {
                 String::new()
             } else {
@@ -124,7 +138,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             };
             let _ = writeln!(
                 text,
-                "  page {index}: rows {}, bytes {}+{}{buffers} at offset {}, {words}, {} chunks (bytes min {min} / mean {mean:.0} / max {max}; {compressed} compressed, {with_nulls} with nulls), ratio {ratio:.3}",
+                "  page {index}: rows {}, bytes {}+{}{buffers} at offset {}, {words}, {} chunks (bytes min {min} / mean {mean:.0} / max {max}; {compressed} compressed, {with_nulls} with nulls), ratio {ratio:.3}{span}",
                 page.num_values,
                 page.length,
                 page.chunk_table.len(),
@@ -144,6 +158,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                 "chunks_with_nulls": with_nulls,
                 "crc32c": page.crc32c,
                 "buffer_bytes": page.buffer_sizes,
+                "min": page_min,
+                "max": page_max,
                 "ratio": ratio,
             }));
         }
@@ -167,8 +183,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "ratio": raw as f64 / encoded.max(1) as f64,
             "min": stats.min(),
             "max": stats.max(),
-            "nulls": stats.nulls,
-            "nans": stats.nans,
+            "nulls": stats.nulls(),
+            "nans": stats.nans(),
             "pages": pages_json,
         }));
     }
@@ -192,11 +208,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 }
 
 /// Min, max, nulls and NaNs of column `c`, decoded page by page.
+/// A column's statistics: from the footer's page statistics, or, in a file written
+/// before they existed, from its pages decoded one at a time.
 fn column_stats<R: std::io::Read + std::io::Seek>(
     reader: &mut FileReader<R>,
     c: usize,
 ) -> miniblock::Result<ColumnStats> {
     let mut stats = ColumnStats::new(reader.schema().field(c).data_type());
+    if let Some(total) = reader.column_stats(c)? {
+        stats.add(&total);
+        return Ok(stats);
+    }
     let pages: Vec<u64> = reader.footer().columns[c]
         .pages
         .iter()
@@ -204,7 +226,9 @@ fn column_stats<R: std::io::Read + std::io::Seek>(
         .collect();
     let mut row = 0;
     for n in pages {
-        stats.add(&reader.read_column_range(c, row..row + n)?);
+        stats.add(&PageStats::of(
+            reader.read_column_range(c, row..row + n)?.as_ref(),
+        ));
         row += n;
     }
     Ok(stats)

@@ -44,11 +44,13 @@
 
 mod reader;
 mod scan;
+mod stats;
 mod types;
 mod writer;
 
 pub use reader::{page_layout, FileReader, VerifySummary};
-pub use scan::{FileBatches, ScanOptions};
+pub use scan::{FileBatches, ScanOptions, StatsFilter};
+pub use stats::{PageStats, StatValue};
 pub use writer::{FileWriter, WriteOptions};
 
 /// Magic bytes at both ends of a file.

@@ -10,9 +10,12 @@ use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use prost::Message;
 
+use super::stats::PageStats;
 use super::types::column_type;
 use super::{FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
-use crate::encodings::{checked_len, decompressor_for, unbound_decompressor};
+use crate::encodings::{
+    checked_len, decompressor_for, unbound_decompressor, MiniBlockDecompressor,
+};
 use crate::error::{Error, Result};
 use crate::page::{
     build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, MAX_PAGE_BUFFERS,
@@ -36,6 +39,10 @@ pub struct FileReader<R> {
     /// Per column and page, its chunk table as parsed and validated on first use: a read
     /// never parses a table twice.
     layouts: Vec<Vec<OnceLock<PageLayout>>>,
+    /// Per column and page, its decompressor as built on first use (the message parsed,
+    /// entropy tables checked, page buffers read and checked): a read never builds one
+    /// twice.
+    decoders: Vec<Vec<OnceLock<Arc<dyn MiniBlockDecompressor>>>>,
     verify_checksums: bool,
 }
 
@@ -97,17 +104,14 @@ impl<R: Read + Seek> FileReader<R> {
         let footer = pb::Footer::decode(footer_bytes.as_slice())
             .map_err(|e| Error::corrupt(format!("footer does not parse: {e}")))?;
         let (schema, page_starts) = validate_footer(&footer, footer_start)?;
-        let layouts = footer
-            .columns
-            .iter()
-            .map(|c| c.pages.iter().map(|_| OnceLock::new()).collect())
-            .collect();
+        let (layouts, decoders) = (page_cells(&footer), page_cells(&footer));
         Ok(Self {
             source,
             footer,
             schema,
             page_starts,
             layouts,
+            decoders,
             verify_checksums: true,
         })
     }
@@ -116,6 +120,13 @@ impl<R: Read + Seek> FileReader<R> {
     /// a row range against the checksums of the chunks it fetches. Turning it off
     /// is an explicit opt-out for callers who verify bytes elsewhere.
     pub fn set_verify_checksums(&mut self, verify: bool) {
+        if verify && !self.verify_checksums {
+            // Decoders built without checking their page buffers are built again.
+            self.decoders
+                .iter_mut()
+                .flatten()
+                .for_each(|d| *d = OnceLock::new());
+        }
         self.verify_checksums = verify;
     }
 
@@ -145,6 +156,55 @@ impl<R: Read + Seek> FileReader<R> {
                 .collect();
             Error::invalid(format!("no column {name:?}; the file has {names:?}"))
         })
+    }
+
+    /// Rows of page `index` of `column` (both in range).
+    pub(crate) fn page_rows(&self, column: usize, index: usize) -> Range<u64> {
+        let starts = &self.page_starts[column];
+        starts[index]..starts[index + 1]
+    }
+
+    /// The statistics the footer records for page `index` of `column`, checked against
+    /// the column's type and the page's value count; `None` for a page written without
+    /// them.
+    pub fn page_stats(&self, column: usize, index: usize) -> Result<Option<PageStats>> {
+        let page = self
+            .footer
+            .columns
+            .get(column)
+            .and_then(|c| c.pages.get(index))
+            .ok_or_else(|| Error::invalid(format!("no page {index} in column {column}")))?;
+        let field = self.schema.field(column);
+        page.statistics
+            .as_ref()
+            .map(|s| PageStats::from_proto(s, field.data_type(), page.num_values))
+            .transpose()
+            .map_err(|e| in_page(e, field, index))
+    }
+
+    /// The statistics of a whole column, folded from its pages' (no decoding); `None`
+    /// when a page has none (a file written before statistics existed).
+    pub fn column_stats(&self, column: usize) -> Result<Option<PageStats>> {
+        let pages = self
+            .footer
+            .columns
+            .get(column)
+            .ok_or_else(|| Error::invalid(format!("no column {column}")))?
+            .pages
+            .len();
+        let mut total = PageStats {
+            min: None,
+            max: None,
+            null_count: 0,
+            nan_count: 0,
+        };
+        for index in 0..pages {
+            let Some(stats) = self.page_stats(column, index)? else {
+                return Ok(None);
+            };
+            total.merge(&stats);
+        }
+        Ok(Some(total))
     }
 
     /// The validated layout of page `index` of `column`, parsed on first use.
@@ -254,9 +314,19 @@ impl<R: Read + Seek> FileReader<R> {
             let layout = self.layouts[column][index]
                 .get()
                 .expect("every planned page's layout was parsed above");
+            let page = &self.footer.columns[column].pages[index];
+            let cell = &self.decoders[column][index];
+            let decompressor = if let Some(d) = cell.get() {
+                d.clone()
+            } else {
+                let built = page_decompressor(&mut self.source, page, self.verify_checksums)
+                    .map_err(|e| in_page(e, &field, index))?;
+                cell.get_or_init(|| built).clone()
+            };
             read_page_rows(
                 &mut self.source,
-                &self.footer.columns[column].pages[index],
+                page,
+                decompressor,
                 layout,
                 self.verify_checksums,
                 local,
@@ -492,6 +562,7 @@ pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
 fn read_page_rows<R: Read + Seek>(
     source: &mut R,
     page: &pb::Page,
+    decompressor: Arc<dyn MiniBlockDecompressor>,
     layout: &PageLayout,
     verify_checksums: bool,
     local: Range<usize>,
@@ -500,13 +571,6 @@ fn read_page_rows<R: Read + Seek>(
     out: &mut MutableBuffer,
     validity: Option<&mut BooleanBufferBuilder>,
 ) -> Result<()> {
-    let encoding: &ArrayEncoding = page
-        .encoding
-        .as_ref()
-        .ok_or_else(|| Error::corrupt("page has no encoding"))?;
-    let page_buffers = read_page_buffers(source, page, verify_checksums)?;
-    let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
-    let decompressor = decompressor_for(encoding, &slices)?;
     if local.start == 0 && local.end == layout.num_values() {
         buffer.resize(layout.data_len(), 0);
         read_exact_at(source, page.offset, buffer)?;
@@ -560,6 +624,32 @@ fn read_page_rows<R: Read + Seek>(
         out,
         validity,
     )
+}
+
+/// An empty cell per page of every column.
+fn page_cells<T>(footer: &pb::Footer) -> Vec<Vec<OnceLock<T>>> {
+    footer
+        .columns
+        .iter()
+        .map(|c| c.pages.iter().map(|_| OnceLock::new()).collect())
+        .collect()
+}
+
+/// The decompressor of `page`: its message, with its page buffers read from `source`.
+fn page_decompressor<R: Read + Seek>(
+    source: &mut R,
+    page: &pb::Page,
+    verify_checksums: bool,
+) -> Result<Arc<dyn MiniBlockDecompressor>> {
+    #[cfg(test)]
+    tests::BUILDS.with(|n| n.set(n.get() + 1));
+    let encoding: &ArrayEncoding = page
+        .encoding
+        .as_ref()
+        .ok_or_else(|| Error::corrupt("page has no encoding"))?;
+    let page_buffers = read_page_buffers(source, page, verify_checksums)?;
+    let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
+    Ok(decompressor_for(encoding, &slices)?.into())
 }
 
 /// Reads the buffers stored after `page`'s data (sizes checked against the file when the
@@ -656,10 +746,12 @@ mod tests {
     thread_local! {
         /// Chunk tables parsed on this thread.
         pub(super) static PARSES: Cell<usize> = const { Cell::new(0) };
+        /// Page decompressors built on this thread.
+        pub(super) static BUILDS: Cell<usize> = const { Cell::new(0) };
     }
 
     #[test]
-    fn each_chunk_table_is_parsed_once_however_many_reads() {
+    fn each_chunk_table_and_decoder_is_built_once_however_many_reads() {
         let values: Vec<f32> = (0..10_000).map(|i| (i as f32 * 0.01).sin()).collect();
         let array = Arc::new(Float32Array::from(values.clone()));
         let batch = RecordBatch::try_from_iter([("x", array as Arc<dyn Array>)]).unwrap();
@@ -668,12 +760,13 @@ mod tests {
             page_values: Some(4096),
             ..WriteOptions::default()
         }
-        .with_strategy(Encoding::BssLz4);
+        .with_strategy(Encoding::DictZstd);
         let mut writer = FileWriter::try_new(&mut bytes, &batch.schema(), options).unwrap();
         writer.write_batch(&batch).unwrap();
         writer.finish().unwrap();
         let mut reader = FileReader::open(Cursor::new(bytes)).unwrap();
         let before = PARSES.with(Cell::get);
+        let built = BUILDS.with(Cell::get);
         // Ranges inside one page, across two, whole pages, the whole column, repeatedly.
         for _ in 0..3 {
             for rows in [10..20, 4000..4200, 4096..8192, 0..10_000, 9_999..10_000] {
@@ -688,7 +781,8 @@ mod tests {
                 assert_eq!(got.len(), want.len());
             }
         }
-        // three pages, three parses
+        // three pages, three parses, three decoders (each with its dictionary read once)
         assert_eq!(PARSES.with(Cell::get) - before, 3);
+        assert_eq!(BUILDS.with(Cell::get) - built, 3);
     }
 }

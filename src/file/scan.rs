@@ -1,16 +1,18 @@
-//! A file as a stream of record batches: some columns, some rows, a batch at a time.
+//! A file as a stream of record batches: some columns, some rows, a batch at a time,
+//! skipping the pages whose statistics rule a filter out.
 
+use std::collections::VecDeque;
 use std::io::{Read, Seek};
 use std::ops::Range;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::FileReader;
+use super::{FileReader, StatValue};
 use crate::error::{Error, Result};
 
 /// What [`FileReader::scan`] reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScanOptions {
     /// Column indices, in the order the batches hold them; `None` for every column.
     pub columns: Option<Vec<usize>>,
@@ -18,6 +20,10 @@ pub struct ScanOptions {
     pub batch_rows: usize,
     /// Only these rows; `None` for all of them.
     pub rows: Option<Range<u64>>,
+    /// Only the rows of pages (of the filter's column) whose statistics say they may hold
+    /// a value in the filter's range; `None` for no filter. Inexact: the batches hold
+    /// every row of those pages, which the caller filters itself.
+    pub filter: Option<StatsFilter>,
 }
 
 impl Default for ScanOptions {
@@ -26,8 +32,22 @@ impl Default for ScanOptions {
             columns: None,
             batch_rows: 64 * 1024,
             rows: None,
+            filter: None,
         }
     }
+}
+
+/// Values of one column from `min` to `max`, inclusive (either end open when `None`):
+/// what a predicate such as `c >= 10 AND c < 20` needs of the pages it may read. Nulls
+/// never match; NaN matches a range open above (Arrow orders NaN above every number).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatsFilter {
+    /// The column, by index.
+    pub column: usize,
+    /// Smallest value wanted.
+    pub min: Option<StatValue>,
+    /// Largest value wanted.
+    pub max: Option<StatValue>,
 }
 
 /// Record batches of a file, in row order; see [`FileReader::scan`]. Each batch reads
@@ -37,8 +57,8 @@ pub struct FileBatches<R> {
     reader: FileReader<R>,
     columns: Vec<usize>,
     schema: SchemaRef,
-    next: u64,
-    end: u64,
+    /// The row ranges still to read, in order.
+    ranges: VecDeque<Range<u64>>,
     batch_rows: u64,
 }
 
@@ -72,14 +92,58 @@ impl<R: Read + Seek> FileReader<R> {
                 .project(&columns)
                 .map_err(|e| Error::invalid(e.to_string()))?,
         );
+        let ranges = match &options.filter {
+            None => VecDeque::from_iter(Some(rows).filter(|r| !r.is_empty())),
+            Some(filter) => self.matching_rows(filter, rows)?,
+        };
         Ok(FileBatches {
             reader: self,
             columns,
             schema,
-            next: rows.start,
-            end: rows.end,
+            ranges,
             batch_rows: options.batch_rows as u64,
         })
+    }
+
+    /// The parts of `rows` in pages of `filter.column` that may hold a value of its range
+    /// (every page without statistics may), adjacent pages merged.
+    fn matching_rows(
+        &self,
+        filter: &StatsFilter,
+        rows: Range<u64>,
+    ) -> Result<VecDeque<Range<u64>>> {
+        let pages = self
+            .footer()
+            .columns
+            .get(filter.column)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "filter on column {} of a file of {} columns",
+                    filter.column,
+                    self.footer().columns.len()
+                ))
+            })?
+            .pages
+            .len();
+        let mut ranges: VecDeque<Range<u64>> = VecDeque::new();
+        for page in 0..pages {
+            let span = self.page_rows(filter.column, page);
+            let (start, end) = (span.start.max(rows.start), span.end.min(rows.end));
+            if start >= end {
+                continue;
+            }
+            let keep = self
+                .page_stats(filter.column, page)?
+                .is_none_or(|s| s.may_contain(filter.min, filter.max));
+            if !keep {
+                continue;
+            }
+            match ranges.back_mut() {
+                Some(last) if last.end == start => last.end = end,
+                _ => ranges.push_back(start..end),
+            }
+        }
+        Ok(ranges)
     }
 }
 
@@ -110,13 +174,17 @@ impl<R: Read + Seek> Iterator for FileBatches<R> {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.next >= self.end {
-            return None;
+        let range = self.ranges.front_mut()?;
+        let rows = range.start..range.start.saturating_add(self.batch_rows).min(range.end);
+        range.start = rows.end;
+        if range.is_empty() {
+            self.ranges.pop_front();
         }
-        let rows = self.next..self.next.saturating_add(self.batch_rows).min(self.end);
-        let batch = self.batch(rows.clone());
+        let batch = self.batch(rows);
         // After an error the stream ends: the next call would meet the same damage.
-        self.next = if batch.is_ok() { rows.end } else { self.end };
+        if batch.is_err() {
+            self.ranges.clear();
+        }
         Some(batch.map_err(|e| ArrowError::ExternalError(Box::new(e))))
     }
 }

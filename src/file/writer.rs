@@ -9,6 +9,7 @@ use prost::Message;
 
 use rayon::prelude::*;
 
+use super::stats::PageStats;
 use super::types::set_column_type;
 use super::{DEFAULT_PAGE_BYTES, FORMAT_VERSION, MAGIC};
 use crate::encodings::{EncoderOptions, Strategy};
@@ -223,13 +224,14 @@ impl<W: Write> FileWriter<W> {
                         .collect::<Result<_>>()?,
                 );
             }
-            // Each page with the CRC32C of each chunk and of its whole data.
+            // Each page with the CRC32C of each chunk and of its whole data, and its
+            // statistics.
             #[allow(clippy::items_after_statements)]
-            type Checked = (EncodedPage, (Vec<u32>, u32));
+            type Checked = (EncodedPage, (Vec<u32>, u32), PageStats);
             let encode_one = |column: &ColumnWriter, page: &ArrayRef| {
                 column.encoder.encode(page.as_ref()).map(|p| {
                     let crcs = p.checksums();
-                    (p, crcs)
+                    (p, crcs, PageStats::of(page.as_ref()))
                 })
             };
             let encode =
@@ -254,7 +256,7 @@ impl<W: Write> FileWriter<W> {
                     .collect::<Result<_>>()?
             };
             for (column, pages) in self.columns.iter_mut().zip(encoded) {
-                for (page, (chunk_crc32c, crc32c)) in pages {
+                for (page, (chunk_crc32c, crc32c), stats) in pages {
                     let length = page.data.len() as u64;
                     self.sink.write_all(&page.data).map_err(|e| {
                         io_error(e, &format!("writing a page of column {:?}", column.name))
@@ -278,6 +280,7 @@ impl<W: Write> FileWriter<W> {
                         chunk_crc32c,
                         buffer_sizes: page.buffers.iter().map(|b| b.len() as u64).collect(),
                         buffer_crc32c: page.buffers.iter().map(|b| crc32c::crc32c(b)).collect(),
+                        statistics: Some(stats.to_proto(&column.data_type)),
                     });
                     self.offset +=
                         length + page.buffers.iter().map(|b| b.len() as u64).sum::<u64>();

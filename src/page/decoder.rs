@@ -30,7 +30,8 @@ pub(crate) const RESERVE_EXPANSION: usize = 4;
 /// `Send + Sync`: many threads may decode from one.
 #[derive(Debug)]
 pub struct PageDecoder<'a> {
-    decompressor: Box<dyn MiniBlockDecompressor>,
+    /// Shared with a reader's cache, or owned.
+    decompressor: Arc<dyn MiniBlockDecompressor>,
     data_type: DataType,
     width: usize,
     /// Borrowed from a reader's cache, or owned when parsed here.
@@ -116,12 +117,13 @@ impl<'a> PageDecoder<'a> {
 
     /// Like [`from_parts`](Self::from_parts) with a decompressor of the caller's choice.
     pub fn with_decompressor(
-        decompressor: Box<dyn MiniBlockDecompressor>,
+        decompressor: impl Into<Arc<dyn MiniBlockDecompressor>>,
         num_values: u64,
         chunk_table: &[u8],
         format: ChunkTableFormat,
         data: &'a [u8],
     ) -> Result<Self> {
+        let decompressor = decompressor.into();
         let layout = PageLayout::parse(num_values, chunk_table, format, decompressor.as_ref())?;
         Self::with_layout(decompressor, layout, data)
     }
@@ -130,11 +132,12 @@ impl<'a> PageDecoder<'a> {
     /// [`with_data_type`](Self::with_data_type) says otherwise, arrays come out as the
     /// natural type of the width: Float16/32/64, or `FixedSizeBinary(width)`.
     pub fn with_layout(
-        decompressor: Box<dyn MiniBlockDecompressor>,
+        decompressor: impl Into<Arc<dyn MiniBlockDecompressor>>,
         layout: impl Into<Cow<'a, PageLayout>>,
         data: &'a [u8],
     ) -> Result<Self> {
         let layout = layout.into();
+        let decompressor = decompressor.into();
         let width = decompressor.value_width();
         let data_type = match width {
             2 => DataType::Float16,

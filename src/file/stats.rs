@@ -1,0 +1,397 @@
+//! Page statistics: per page, the smallest and largest value (floats ignoring NaN), the
+//! null count and, for floats, the NaN count. The writer stores them in the footer
+//! (`Page.statistics`, field 104), so a reader can tell which pages a range of values may
+//! touch without reading them, and `inspect` can print a column's extremes without
+//! decoding it.
+//!
+//! Values are ordered as their type orders them: floats by value (-0.0 before +0.0, NaN
+//! left out and counted), signed integers, dates, times, timestamps, durations and
+//! 32/64/128-bit decimals as signed integers, unsigned integers as unsigned ones.
+//! Fixed-size binaries, intervals and 256-bit decimals have no order here: their pages
+//! carry only counts. The extremes are stored as the value's own little-endian bytes.
+
+use std::cmp::Ordering;
+
+use arrow_array::Array;
+use arrow_schema::DataType;
+use half::f16;
+
+use crate::error::{Error, Result};
+use crate::proto::file as pb;
+
+/// A value's place in its column's order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StatValue {
+    /// A float column's value (never NaN).
+    Float(f64),
+    /// An integer, temporal or decimal column's value.
+    Int(i128),
+}
+
+impl StatValue {
+    /// The order of two values of one column; `None` between a float and an integer.
+    pub fn compare(self, other: StatValue) -> Option<Ordering> {
+        match (self, other) {
+            (StatValue::Float(a), StatValue::Float(b)) => Some(a.total_cmp(&b)),
+            (StatValue::Int(a), StatValue::Int(b)) => Some(a.cmp(&b)),
+            _ => None,
+        }
+    }
+}
+
+/// How a type's value bytes read as a [`StatValue`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Order {
+    F16,
+    F32,
+    F64,
+    Signed(usize),
+    Unsigned(usize),
+}
+
+fn order_of(data_type: &DataType) -> Option<Order> {
+    use DataType as D;
+    Some(match data_type {
+        D::Float16 => Order::F16,
+        D::Float32 => Order::F32,
+        D::Float64 => Order::F64,
+        D::UInt8 => Order::Unsigned(1),
+        D::UInt16 => Order::Unsigned(2),
+        D::UInt32 => Order::Unsigned(4),
+        D::UInt64 => Order::Unsigned(8),
+        D::Int8 => Order::Signed(1),
+        D::Int16 => Order::Signed(2),
+        D::Int32 | D::Date32 | D::Time32(_) | D::Decimal32(..) => Order::Signed(4),
+        D::Int64
+        | D::Date64
+        | D::Time64(_)
+        | D::Timestamp(..)
+        | D::Duration(_)
+        | D::Decimal64(..) => Order::Signed(8),
+        D::Decimal128(..) => Order::Signed(16),
+        _ => return None,
+    })
+}
+
+impl Order {
+    fn width(self) -> usize {
+        match self {
+            Order::F16 => 2,
+            Order::F32 => 4,
+            Order::F64 => 8,
+            Order::Signed(w) | Order::Unsigned(w) => w,
+        }
+    }
+
+    /// The value of `bytes` (exactly [`width`](Self::width) of them); `None` for NaN.
+    fn read(self, bytes: &[u8]) -> Option<StatValue> {
+        let mut word = [0u8; 16];
+        word[..bytes.len()].copy_from_slice(bytes);
+        let raw = u128::from_le_bytes(word);
+        let float = |v: f64| (!v.is_nan()).then_some(StatValue::Float(v));
+        match self {
+            Order::F16 => float(f16::from_bits(raw as u16).to_f64()),
+            Order::F32 => float(f64::from(f32::from_bits(raw as u32))),
+            Order::F64 => float(f64::from_bits(raw as u64)),
+            // At most 64 bits: never past i128's range.
+            Order::Unsigned(_) => Some(StatValue::Int(raw.cast_signed())),
+            Order::Signed(w) => {
+                let shift = 128 - 8 * w as u32;
+                Some(StatValue::Int((raw << shift).cast_signed() >> shift))
+            }
+        }
+    }
+
+    /// The little-endian bytes of `value` (one this order read).
+    fn bytes(self, value: StatValue) -> Vec<u8> {
+        match (self, value) {
+            (Order::F16, StatValue::Float(v)) => f16::from_f64(v).to_le_bytes().to_vec(),
+            (Order::F32, StatValue::Float(v)) => (v as f32).to_le_bytes().to_vec(),
+            (Order::F64, StatValue::Float(v)) => v.to_le_bytes().to_vec(),
+            (order, StatValue::Int(v)) => v.to_le_bytes()[..order.width()].to_vec(),
+            (order, StatValue::Float(v)) => unreachable!("{order:?} never reads a float {v}"),
+        }
+    }
+}
+
+/// Statistics of one page (or, folded, of several).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageStats {
+    /// The smallest value that is neither null nor NaN; `None` when there is none, or the
+    /// type has no order here.
+    pub min: Option<StatValue>,
+    /// The largest such value.
+    pub max: Option<StatValue>,
+    /// Null slots.
+    pub null_count: u64,
+    /// NaN values (floats only).
+    pub nan_count: u64,
+}
+
+impl PageStats {
+    /// The statistics of `array`'s values.
+    pub fn of(array: &dyn Array) -> Self {
+        let null_count = array.null_count() as u64;
+        let mut stats = PageStats {
+            min: None,
+            max: None,
+            null_count,
+            nan_count: 0,
+        };
+        let Some(order) = order_of(array.data_type()) else {
+            return stats;
+        };
+        let data = array.to_data();
+        let width = order.width();
+        let Some(values) = data.buffers().first().and_then(|b| {
+            b.as_slice()
+                .get(data.offset() * width..(data.offset() + data.len()) * width)
+        }) else {
+            return stats;
+        };
+        let mut fold = |bytes: &[u8]| match order.read(bytes) {
+            None => stats.nan_count += 1,
+            Some(v) => {
+                if stats
+                    .min
+                    .is_none_or(|m| v.compare(m) == Some(Ordering::Less))
+                {
+                    stats.min = Some(v);
+                }
+                if stats
+                    .max
+                    .is_none_or(|m| v.compare(m) == Some(Ordering::Greater))
+                {
+                    stats.max = Some(v);
+                }
+            }
+        };
+        match array.logical_nulls().filter(|n| n.null_count() > 0) {
+            None => values.chunks_exact(width).for_each(&mut fold),
+            Some(nulls) => {
+                for (start, end) in nulls.inner().set_slices() {
+                    values[start * width..end * width]
+                        .chunks_exact(width)
+                        .for_each(&mut fold);
+                }
+            }
+        }
+        stats
+    }
+
+    /// Folds `other` (statistics of more values of the same column) in.
+    pub fn merge(&mut self, other: &PageStats) {
+        self.null_count += other.null_count;
+        self.nan_count += other.nan_count;
+        if let Some(v) = other.min {
+            if self
+                .min
+                .is_none_or(|m| v.compare(m) == Some(Ordering::Less))
+            {
+                self.min = Some(v);
+            }
+        }
+        if let Some(v) = other.max {
+            if self
+                .max
+                .is_none_or(|m| v.compare(m) == Some(Ordering::Greater))
+            {
+                self.max = Some(v);
+            }
+        }
+    }
+
+    /// Whether some value of the page may lie in `min..=max` (either bound open when
+    /// `None`): false only when the statistics rule it out. NaN compares above every
+    /// number in Arrow's kernels, so a page with NaN may match any range open above.
+    pub fn may_contain(&self, min: Option<StatValue>, max: Option<StatValue>) -> bool {
+        if self.nan_count > 0 && max.is_none() {
+            return true;
+        }
+        let (Some(lo), Some(hi)) = (self.min, self.max) else {
+            // Nothing ordered: all null or all NaN (the latter handled above).
+            return self.nan_count > 0 && max.is_none();
+        };
+        let below = max.is_some_and(|m| lo.compare(m) == Some(Ordering::Greater));
+        let above = min.is_some_and(|m| hi.compare(m) == Some(Ordering::Less));
+        !(below || above)
+    }
+
+    /// The footer message for a page of `data_type`.
+    pub(crate) fn to_proto(&self, data_type: &DataType) -> pb::PageStatistics {
+        let order = order_of(data_type);
+        let bytes = |v: Option<StatValue>| order.zip(v).map(|(o, v)| o.bytes(v));
+        pb::PageStatistics {
+            min: bytes(self.min),
+            max: bytes(self.max),
+            null_count: self.null_count,
+            nan_count: self.nan_count,
+        }
+    }
+
+    /// The statistics a footer's page of `num_values` values of `data_type` records,
+    /// checked: extremes of the type's width, in order, counts within the page.
+    pub(crate) fn from_proto(
+        stats: &pb::PageStatistics,
+        data_type: &DataType,
+        num_values: u64,
+    ) -> Result<Self> {
+        let corrupt = |what: &str| Error::corrupt(format!("page statistics: {what}"));
+        if stats
+            .null_count
+            .checked_add(stats.nan_count)
+            .is_none_or(|n| n > num_values)
+        {
+            return Err(corrupt("more nulls and NaNs than values"));
+        }
+        let order = order_of(data_type);
+        let read = |bytes: &Option<Vec<u8>>| -> Result<Option<StatValue>> {
+            let Some(bytes) = bytes else { return Ok(None) };
+            let order = order.ok_or_else(|| corrupt("extremes for a type without an order"))?;
+            if bytes.len() != order.width() {
+                return Err(corrupt("an extreme of the wrong width"));
+            }
+            order
+                .read(bytes)
+                .map(Some)
+                .ok_or_else(|| corrupt("a NaN extreme"))
+        };
+        let (min, max) = (read(&stats.min)?, read(&stats.max)?);
+        match (min, max) {
+            (None, None) => {}
+            (Some(lo), Some(hi)) if lo.compare(hi) != Some(Ordering::Greater) => {}
+            _ => return Err(corrupt("min above max, or only one of them")),
+        }
+        Ok(Self {
+            min,
+            max,
+            null_count: stats.null_count,
+            nan_count: stats.nan_count,
+        })
+    }
+
+    /// `value` as a one-value Arrow array of `data_type` (for display); `None` for a
+    /// type without an order.
+    pub fn value_array(value: StatValue, data_type: &DataType) -> Option<arrow_array::ArrayRef> {
+        let bytes = order_of(data_type)?.bytes(value);
+        let data = arrow_data::ArrayData::builder(data_type.clone())
+            .len(1)
+            .add_buffer(arrow_buffer::Buffer::from_vec(bytes))
+            .build()
+            .ok()?;
+        Some(arrow_array::make_array(data))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+
+    use arrow_array::{Float32Array, Int16Array, UInt64Array};
+
+    use super::*;
+
+    #[test]
+    fn floats_ignore_nan_and_order_signed_zeros() {
+        let a = Float32Array::from(vec![
+            Some(f32::NAN),
+            Some(0.0),
+            None,
+            Some(-0.0),
+            Some(2.5),
+            Some(-1.5),
+        ]);
+        let stats = PageStats::of(&a);
+        assert_eq!(stats.min, Some(StatValue::Float(-1.5)));
+        assert_eq!(stats.max, Some(StatValue::Float(2.5)));
+        assert_eq!((stats.null_count, stats.nan_count), (1, 1));
+        let proto = stats.to_proto(&DataType::Float32);
+        assert_eq!(proto.min.as_deref(), Some(&(-1.5f32).to_le_bytes()[..]));
+        assert_eq!(
+            PageStats::from_proto(&proto, &DataType::Float32, 6).unwrap(),
+            stats
+        );
+        // -0.0 is below +0.0.
+        let zeros = PageStats::of(&Float32Array::from(vec![0.0, -0.0]));
+        assert_eq!(
+            zeros
+                .min
+                .map(|v| matches!(v, StatValue::Float(z) if z.is_sign_negative())),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn integers_signed_and_unsigned_round_trip_through_the_footer() {
+        let a = Int16Array::from(vec![Some(-300), None, Some(7)]);
+        let stats = PageStats::of(&a);
+        assert_eq!(
+            (stats.min, stats.max),
+            (Some(StatValue::Int(-300)), Some(StatValue::Int(7)))
+        );
+        let proto = stats.to_proto(&DataType::Int16);
+        assert_eq!(
+            PageStats::from_proto(&proto, &DataType::Int16, 3).unwrap(),
+            stats
+        );
+        let u = UInt64Array::from(vec![u64::MAX, 1]);
+        let stats = PageStats::of(&u);
+        assert_eq!(stats.max, Some(StatValue::Int(i128::from(u64::MAX))));
+        let back = PageStats::from_proto(&stats.to_proto(&DataType::UInt64), &DataType::UInt64, 2);
+        assert_eq!(back.unwrap(), stats);
+        let shown = PageStats::value_array(StatValue::Int(-300), &DataType::Int16).unwrap();
+        assert_eq!(shown.as_ref(), &Int16Array::from(vec![-300]) as &dyn Array);
+    }
+
+    #[test]
+    fn lying_statistics_are_corrupt() {
+        let good = PageStats::of(&Int16Array::from(vec![1, 5])).to_proto(&DataType::Int16);
+        let lies = [
+            pb::PageStatistics {
+                null_count: 3,
+                ..good.clone()
+            },
+            pb::PageStatistics {
+                min: Some(vec![1]),
+                ..good.clone()
+            },
+            pb::PageStatistics {
+                max: None,
+                ..good.clone()
+            },
+            pb::PageStatistics {
+                min: good.max.clone(),
+                max: good.min.clone(),
+                ..good.clone()
+            },
+        ];
+        for lie in lies {
+            assert!(
+                PageStats::from_proto(&lie, &DataType::Int16, 2).is_err(),
+                "{lie:?}"
+            );
+        }
+        let nan = pb::PageStatistics {
+            min: Some(f32::NAN.to_le_bytes().to_vec()),
+            max: Some(f32::NAN.to_le_bytes().to_vec()),
+            null_count: 0,
+            nan_count: 0,
+        };
+        assert!(PageStats::from_proto(&nan, &DataType::Float32, 2).is_err());
+    }
+
+    #[test]
+    fn pruning_keeps_every_page_that_may_match() {
+        let stats = PageStats::of(&Int16Array::from(vec![10, 20]));
+        let v = |x| Some(StatValue::Int(x));
+        assert!(stats.may_contain(v(15), v(16)));
+        assert!(stats.may_contain(v(20), None));
+        assert!(stats.may_contain(None, v(10)));
+        assert!(!stats.may_contain(v(21), None));
+        assert!(!stats.may_contain(None, v(9)));
+        let nulls = PageStats::of(&Int16Array::from(vec![None, None]));
+        assert!(!nulls.may_contain(None, None));
+        let nan = PageStats::of(&Float32Array::from(vec![f32::NAN, 1.0]));
+        assert!(nan.may_contain(Some(StatValue::Float(5.0)), None));
+        assert!(!nan.may_contain(Some(StatValue::Float(5.0)), Some(StatValue::Float(6.0))));
+    }
+}
