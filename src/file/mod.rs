@@ -43,12 +43,16 @@
 //! ```
 
 mod reader;
+#[cfg(feature = "object-store")]
+mod remote;
 mod scan;
 mod stats;
 mod types;
 mod writer;
 
 pub use reader::{page_layout, FileReader, VerifySummary};
+#[cfg(feature = "object-store")]
+pub use remote::{FetchCount, Fetched, ObjectStoreReader};
 pub use scan::{FileBatches, ScanOptions, StatsFilter};
 pub use stats::{PageStats, StatValue};
 pub use writer::{FileWriter, WriteOptions};

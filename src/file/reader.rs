@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use arrow_array::ArrayRef;
 use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use prost::Message;
 
 use super::stats::PageStats;
@@ -225,6 +225,86 @@ impl<R: Read + Seek> FileReader<R> {
 
     /// Reads rows `rows` of a column, fetching only the pages and chunks they overlap.
     pub fn read_column_range(&mut self, column: usize, rows: Range<u64>) -> Result<ArrayRef> {
+        let (field, plans) = self.plan(column, rows.clone())?;
+        let data_type = field.data_type().clone();
+        let width = value_width(&data_type)?;
+        let len = usize::try_from(rows.end - rows.start)
+            .map_err(|_| Error::invalid("row range does not fit in memory"))?;
+        // Reserve what the pages can hold at RESERVE_EXPANSION times their size; beyond that (Zstd, or a lie)
+        // the buffer grows only as chunks really decode.
+        let stored: u64 = plans
+            .iter()
+            .map(|(index, _)| self.footer.columns[column].pages[*index].length)
+            .sum();
+        let reserve = checked_len(len, width)?.min(
+            usize::try_from(
+                stored
+                    .saturating_mul(RESERVE_EXPANSION as u64)
+                    .saturating_add(64 * 1024),
+            )
+            .unwrap_or(usize::MAX),
+        );
+        let mut values = MutableBuffer::new(reserve);
+        let mut validity = field
+            .is_nullable()
+            .then(|| BooleanBufferBuilder::new(len.min(reserve)));
+        let mut buffer = Vec::new();
+        for (index, local) in plans {
+            let layout = self.layouts[column][index]
+                .get()
+                .expect("every planned page's layout was parsed above");
+            let page = &self.footer.columns[column].pages[index];
+            let cell = &self.decoders[column][index];
+            let decompressor = if let Some(d) = cell.get() {
+                d.clone()
+            } else {
+                let built = page_decompressor(&mut self.source, page, self.verify_checksums)
+                    .map_err(|e| in_page(e, &field, index))?;
+                cell.get_or_init(|| built).clone()
+            };
+            read_page_rows(
+                &mut self.source,
+                page,
+                decompressor,
+                layout,
+                self.verify_checksums,
+                local,
+                &data_type,
+                &mut buffer,
+                &mut values,
+                validity.as_mut(),
+            )
+            .map_err(|e| in_page(e, &field, index))?;
+        }
+        build_array(&data_type, values, len, validity)
+    }
+
+    /// The byte ranges of the file that reading rows `rows` of `column` reads: the page
+    /// buffers of pages whose decoder is not built yet, then per page the whole page or
+    /// the chunks the rows overlap (what [`read_column_range`](Self::read_column_range)
+    /// reads, for a reader that fetches them first).
+    pub(crate) fn ranges_for(&self, column: usize, rows: Range<u64>) -> Result<Vec<Range<u64>>> {
+        let (_, plans) = self.plan(column, rows)?;
+        let mut ranges = Vec::new();
+        for (index, local) in plans {
+            let page = &self.footer.columns[column].pages[index];
+            let layout = self.layouts[column][index]
+                .get()
+                .expect("every planned page's layout was parsed");
+            let buffers: u64 = page.buffer_sizes.iter().sum();
+            if buffers > 0 && self.decoders[column][index].get().is_none() {
+                let start = page.offset + page.length;
+                ranges.push(start..start + buffers);
+            }
+            let (bytes, _) = page_read_range(page, layout, &local, self.verify_checksums);
+            ranges.push(page.offset + bytes.start as u64..page.offset + bytes.end as u64);
+        }
+        Ok(ranges)
+    }
+
+    /// The pages rows `rows` of `column` overlap, each with its rows to read, every one's
+    /// chunk table validated against the footer; and the column's field.
+    fn plan(&self, column: usize, rows: Range<u64>) -> Result<(FieldRef, Vec<PageRows>)> {
         let field = self.schema.fields().get(column).cloned().ok_or_else(|| {
             Error::invalid(format!(
                 "column {column} asked of a file of {} columns",
@@ -289,55 +369,7 @@ impl<R: Read + Seek> FileReader<R> {
                 plans.push((index, lo as usize..hi as usize));
             }
         }
-        let len = usize::try_from(rows.end - rows.start)
-            .map_err(|_| Error::invalid("row range does not fit in memory"))?;
-        // Reserve what the pages can hold at RESERVE_EXPANSION times their size; beyond that (Zstd, or a lie)
-        // the buffer grows only as chunks really decode.
-        let stored: u64 = plans
-            .iter()
-            .map(|(index, _)| self.footer.columns[column].pages[*index].length)
-            .sum();
-        let reserve = checked_len(len, width)?.min(
-            usize::try_from(
-                stored
-                    .saturating_mul(RESERVE_EXPANSION as u64)
-                    .saturating_add(64 * 1024),
-            )
-            .unwrap_or(usize::MAX),
-        );
-        let mut values = MutableBuffer::new(reserve);
-        let mut validity = field
-            .is_nullable()
-            .then(|| BooleanBufferBuilder::new(len.min(reserve)));
-        let mut buffer = Vec::new();
-        for (index, local) in plans {
-            let layout = self.layouts[column][index]
-                .get()
-                .expect("every planned page's layout was parsed above");
-            let page = &self.footer.columns[column].pages[index];
-            let cell = &self.decoders[column][index];
-            let decompressor = if let Some(d) = cell.get() {
-                d.clone()
-            } else {
-                let built = page_decompressor(&mut self.source, page, self.verify_checksums)
-                    .map_err(|e| in_page(e, &field, index))?;
-                cell.get_or_init(|| built).clone()
-            };
-            read_page_rows(
-                &mut self.source,
-                page,
-                decompressor,
-                layout,
-                self.verify_checksums,
-                local,
-                &data_type,
-                &mut buffer,
-                &mut values,
-                validity.as_mut(),
-            )
-            .map_err(|e| in_page(e, &field, index))?;
-        }
-        build_array(&data_type, values, len, validity)
+        Ok((field, plans))
     }
 
     /// Checks the whole file: every page's CRC32C, every chunk's CRC32C where the footer has
@@ -419,6 +451,12 @@ impl<R: Read + Seek> FileReader<R> {
             summary.columns += 1;
         }
         Ok(summary)
+    }
+
+    /// The source, for a reader that fills it before each read (`ObjectStoreReader`).
+    #[cfg(feature = "object-store")]
+    pub(crate) fn source_mut(&mut self) -> &mut R {
+        &mut self.source
     }
 
     /// Gives the source back.
@@ -571,9 +609,10 @@ fn read_page_rows<R: Read + Seek>(
     out: &mut MutableBuffer,
     validity: Option<&mut BooleanBufferBuilder>,
 ) -> Result<()> {
-    if local.start == 0 && local.end == layout.num_values() {
-        buffer.resize(layout.data_len(), 0);
-        read_exact_at(source, page.offset, buffer)?;
+    let (bytes, whole_page) = page_read_range(page, layout, &local, verify_checksums);
+    buffer.resize(bytes.len(), 0);
+    read_exact_at(source, page.offset + bytes.start as u64, buffer)?;
+    if whole_page {
         if verify_checksums && crc32c::crc32c(buffer) != page.crc32c {
             return Err(Error::corrupt(
                 "page checksum mismatch: the page's bytes are damaged",
@@ -583,28 +622,7 @@ fn read_page_rows<R: Read + Seek>(
             PageDecoder::with_layout(decompressor, layout, buffer)?.with_data_type(data_type)?;
         return decoder.decode_append(local, out, validity);
     }
-    // Only the chunks the rows overlap, each checked against its own CRC32C; a page
-    // written without chunk checksums is read whole so that its page CRC32C covers
-    // what is returned.
     let chunks = layout.chunks_for_rows(local.clone());
-    let whole_page = verify_checksums && page.chunk_crc32c.is_empty();
-    let bytes = if whole_page {
-        0..layout.data_len()
-    } else {
-        layout.byte_range(chunks.clone())
-    };
-    buffer.resize(bytes.len(), 0);
-    read_exact_at(source, page.offset + bytes.start as u64, buffer)?;
-    if whole_page {
-        if crc32c::crc32c(buffer) != page.crc32c {
-            return Err(Error::corrupt(
-                "page checksum mismatch: the page's bytes are damaged",
-            ));
-        }
-        let decoder =
-            PageDecoder::with_layout(decompressor, layout, buffer)?.with_data_type(data_type)?;
-        return decoder.decode_append(local, out, validity);
-    }
     if verify_checksums {
         for (index, chunk) in layout.chunks()[chunks.clone()].iter().enumerate() {
             let at = chunk.offset - bytes.start..chunk.offset - bytes.start + chunk.num_bytes;
@@ -626,6 +644,9 @@ fn read_page_rows<R: Read + Seek>(
     )
 }
 
+/// A page of a read, by index, and the rows of it to read.
+type PageRows = (usize, Range<usize>);
+
 /// An empty cell per page of every column.
 fn page_cells<T>(footer: &pb::Footer) -> Vec<Vec<OnceLock<T>>> {
     footer
@@ -633,6 +654,27 @@ fn page_cells<T>(footer: &pb::Footer) -> Vec<Vec<OnceLock<T>>> {
         .iter()
         .map(|c| c.pages.iter().map(|_| OnceLock::new()).collect())
         .collect()
+}
+
+/// The bytes of `page`'s data that reading its rows `local` reads, and whether they are
+/// the whole page (checked against the page's CRC32C): all rows, or a page written
+/// without chunk checksums when checksums are verified (so that the page CRC32C covers
+/// what is returned); otherwise the chunks the rows overlap, each checked on its own.
+fn page_read_range(
+    page: &pb::Page,
+    layout: &PageLayout,
+    local: &Range<usize>,
+    verify_checksums: bool,
+) -> (Range<usize>, bool) {
+    let all_rows = local.start == 0 && local.end == layout.num_values();
+    if all_rows || (verify_checksums && page.chunk_crc32c.is_empty()) {
+        (0..layout.data_len(), true)
+    } else {
+        (
+            layout.byte_range(layout.chunks_for_rows(local.clone())),
+            false,
+        )
+    }
 }
 
 /// The decompressor of `page`: its message, with its page buffers read from `source`.

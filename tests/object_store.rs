@@ -1,0 +1,178 @@
+//! Column files read from object stores (`object_store`'s `InMemory` and
+//! `LocalFileSystem`): the same arrays as the file reader gives, each read fetching only
+//! what it needs, counted in requests and bytes.
+#![cfg(feature = "object-store")]
+
+mod common;
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use miniblock::file::{FileReader, FileWriter, ObjectStoreReader, WriteOptions};
+use miniblock::{Encoding, ErrorKind};
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+/// A file of two columns: f64 (auto) and dictionary-encoded codes with nulls, in pages
+/// of 20,000 rows.
+fn file() -> (Vec<u8>, ArrayRef, ArrayRef) {
+    let rows = 100_000;
+    let x: ArrayRef = Arc::new(Float64Array::from(common::mixed_f64(rows, 7)));
+    let codes: ArrayRef = Arc::new(Int32Array::from_iter(
+        (0..rows).map(|i| (i % 11 != 4).then_some([3, -8, 1_000_000][i % 3])),
+    ));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, false),
+        Field::new("code", DataType::Int32, true),
+    ]));
+    let options = WriteOptions {
+        page_values: Some(20_000),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema, vec![x.clone(), codes.clone()]).unwrap())
+        .unwrap();
+    (writer.finish().unwrap(), x, codes)
+}
+
+async fn reads_match_the_file_reader(store: Arc<dyn ObjectStore>, path: Path, bytes: &[u8]) {
+    let (_, x, codes) = file();
+    let mut remote = ObjectStoreReader::open(store.clone(), path.clone())
+        .await
+        .unwrap();
+    let mut local = FileReader::open(Cursor::new(bytes.to_vec())).unwrap();
+    let opened = remote.fetched();
+    assert!(
+        opened.requests <= 2 && opened.bytes <= 64 * 1024 + 8,
+        "{opened:?}"
+    );
+    assert_eq!(remote.reader().schema(), local.schema());
+    assert_eq!(
+        remote.reader().column_stats(1).unwrap(),
+        local.column_stats(1).unwrap()
+    );
+    for (column, expected) in [(0, &x), (1, &codes)] {
+        for rows in [
+            0..100_000u64,
+            10..20,
+            19_990..20_010,
+            55_555..77_777,
+            99_999..100_000,
+        ] {
+            let before = remote.fetched();
+            let got = remote
+                .read_column_range(column, rows.clone())
+                .await
+                .unwrap();
+            let want = local.read_column_range(column, rows.clone()).unwrap();
+            assert_eq!(got.to_data(), want.to_data(), "{column} {rows:?}");
+            assert_eq!(
+                got.as_ref(),
+                expected
+                    .slice(rows.start as usize, (rows.end - rows.start) as usize)
+                    .as_ref()
+            );
+            let spent = remote.fetched();
+            println!(
+                "column {column} rows {rows:?}: {} request(s), {} bytes",
+                spent.requests - before.requests,
+                spent.bytes - before.bytes
+            );
+            // One coalesced call per read; a few rows fetch a chunk or two, not a page.
+            if rows.end - rows.start <= 20 {
+                assert!(spent.requests - before.requests <= 2, "{rows:?}");
+                assert!(spent.bytes - before.bytes <= 3 * 8192, "{rows:?}");
+            }
+        }
+    }
+    // A column of 1 of 2 reads none of the other's bytes.
+    let mut remote = ObjectStoreReader::open(store, path).await.unwrap();
+    let opened = remote.fetched().bytes;
+    remote.read_column(1).await.unwrap();
+    let code_bytes: u64 = remote.reader().footer().columns[1]
+        .pages
+        .iter()
+        .map(|p| p.length + p.buffer_sizes.iter().sum::<u64>())
+        .sum();
+    let x_bytes: u64 = remote.reader().footer().columns[0]
+        .pages
+        .iter()
+        .map(|p| p.length)
+        .sum();
+    let spent = remote.fetched().bytes - opened;
+    assert!(
+        spent >= code_bytes && spent < code_bytes + x_bytes / 4,
+        "{spent} {code_bytes}"
+    );
+}
+
+#[tokio::test]
+async fn in_memory_store() {
+    let (bytes, _, _) = file();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from("tables/t.mb");
+    store.put(&path, bytes.clone().into()).await.unwrap();
+    reads_match_the_file_reader(store.clone(), path, &bytes).await;
+    // Missing objects and objects that are not column files are errors.
+    let err = ObjectStoreReader::open(store.clone(), Path::from("nope.mb"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let cut = Path::from("cut.mb");
+    store
+        .put(&cut, bytes[..bytes.len() - 5].to_vec().into())
+        .await
+        .unwrap();
+    let err = ObjectStoreReader::open(store, cut).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Truncated, "{err}");
+}
+
+#[tokio::test]
+async fn local_file_system_store() {
+    let (bytes, _, _) = file();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("t.mb"), &bytes).unwrap();
+    let store: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    reads_match_the_file_reader(store, Path::from("t.mb"), &bytes).await;
+}
+
+/// A footer larger than the 64 KiB the first request reads: a second request fetches
+/// the rest.
+#[tokio::test]
+async fn footers_past_the_first_request() {
+    let columns: Vec<ArrayRef> = (0..300)
+        .map(|c| Arc::new(Int32Array::from_iter_values((0..2000).map(move |i| i * c))) as ArrayRef)
+        .collect();
+    let schema = Arc::new(Schema::new(
+        (0..300)
+            .map(|c| Field::new(format!("c{c}"), DataType::Int32, false))
+            .collect::<Vec<_>>(),
+    ));
+    let options = WriteOptions {
+        page_values: Some(100),
+        ..WriteOptions::default()
+    }
+    .with_strategy(Encoding::Bitpack);
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema, columns.clone()).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from("wide.mb");
+    store.put(&path, bytes.into()).await.unwrap();
+    let mut remote = ObjectStoreReader::open(store, path).await.unwrap();
+    assert_eq!(
+        remote.fetched().requests,
+        3,
+        "header, tail, the footer's start"
+    );
+    let got = remote.read_column_range(299, 150..170).await.unwrap();
+    assert_eq!(got.as_ref(), columns[299].slice(150, 20).as_ref());
+}
