@@ -176,3 +176,83 @@ async fn footers_past_the_first_request() {
     let got = remote.read_column_range(299, 150..170).await.unwrap();
     assert_eq!(got.as_ref(), columns[299].slice(150, 20).as_ref());
 }
+
+/// A scan through the object store with a filter on a sorted column and a projection:
+/// the pages the statistics rule out are never fetched, nor the columns left out (the
+/// shape of #16's floors, at 10 columns of 200,000 rows).
+#[tokio::test]
+async fn pruned_and_projected_batches_fetch_a_few_percent() {
+    use miniblock::file::{StatValue, StatsFilter};
+    let rows = 200_000usize;
+    let mut columns: Vec<ArrayRef> = vec![Arc::new(Int32Array::from_iter_values(
+        (0..200_000).map(|i| 2 * i),
+    ))];
+    for c in 1..10 {
+        columns.push(Arc::new(Float64Array::from(common::mixed_f64(rows, c))));
+    }
+    let schema = Arc::new(Schema::new(
+        (0..10)
+            .map(|c| {
+                let t = if c == 0 {
+                    DataType::Int32
+                } else {
+                    DataType::Float64
+                };
+                Field::new(format!("c{c}"), t, false)
+            })
+            .collect::<Vec<_>>(),
+    ));
+    let options = WriteOptions {
+        page_values: Some(2_000),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema, columns.clone()).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    let total = bytes.len() as u64;
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = Path::from("wide.mb");
+    store.put(&path, bytes.into()).await.unwrap();
+
+    // c0 from 100,000 to 103,000: 1 of the 100 pages of each column (rows 50,000..52,000).
+    let mut remote = ObjectStoreReader::open(store.clone(), path.clone())
+        .await
+        .unwrap();
+    let opened = remote.fetched().bytes;
+    let filter = StatsFilter {
+        column: 0,
+        min: Some(StatValue::Int(100_000)),
+        max: Some(StatValue::Int(103_000)),
+    };
+    let ranges = remote
+        .reader()
+        .matching_rows(&filter, 0..rows as u64)
+        .unwrap();
+    assert_eq!(ranges.len(), 1);
+    assert_eq!(ranges[0], 50_000..52_000);
+    let mut got = 0;
+    for range in ranges {
+        let batch = remote.read_batch(&[0, 3], range.clone()).await.unwrap();
+        assert_eq!(batch.schema().field(1).name(), "c3");
+        assert_eq!(
+            batch.column(1).as_ref(),
+            columns[3].slice(range.start as usize, 2_000).as_ref()
+        );
+        got += batch.num_rows();
+    }
+    assert_eq!(got, 2_000);
+    let pruned = remote.fetched().bytes - opened;
+    println!("pruned: {pruned} of {total} bytes");
+    assert!(pruned * 100 <= total * 3, "{pruned} of {total}");
+
+    // One column of ten, whole: its own pages only.
+    let mut remote = ObjectStoreReader::open(store, path).await.unwrap();
+    let opened = remote.fetched().bytes;
+    let batch = remote.read_batch(&[5], 0..rows as u64).await.unwrap();
+    assert_eq!(batch.column(0).as_ref(), columns[5].as_ref());
+    let projected = remote.fetched().bytes - opened;
+    println!("projected: {projected} of {total} bytes");
+    assert!(projected * 100 <= total * 15, "{projected} of {total}");
+}

@@ -12,7 +12,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::ArrayRef;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -214,7 +214,37 @@ impl ObjectStoreReader {
 
     /// Reads rows `rows` of `column`, fetching only the ranges they need.
     pub async fn read_column_range(&mut self, column: usize, rows: Range<u64>) -> Result<ArrayRef> {
-        let ranges = self.reader.ranges_for(column, rows.clone())?;
+        let mut arrays = self.read_columns(&[column], rows).await?;
+        Ok(arrays.remove(0))
+    }
+
+    /// Rows `rows` of `columns` (indices, in the order the batch holds them) as one
+    /// record batch with the file's schema projected, every range they need fetched in
+    /// one call. With [`FileReader::matching_rows`] on [`reader`](Self::reader), a scan
+    /// reads only the pages a filter may match.
+    pub async fn read_batch(&mut self, columns: &[usize], rows: Range<u64>) -> Result<RecordBatch> {
+        let schema = self
+            .reader
+            .schema()
+            .project(columns)
+            .map_err(|e| Error::invalid(e.to_string()))?;
+        let arrays = self.read_columns(columns, rows.clone()).await?;
+        let row_count = usize::try_from(rows.end - rows.start)
+            .map_err(|_| Error::invalid("batch does not fit in memory"))?;
+        RecordBatch::try_new_with_options(
+            Arc::new(schema),
+            arrays,
+            &RecordBatchOptions::new().with_row_count(Some(row_count)),
+        )
+        .map_err(|e| Error::corrupt(format!("rows {rows:?}: {e}")))
+    }
+
+    /// Fetches what rows `rows` of `columns` need, in one call, and reads them.
+    async fn read_columns(&mut self, columns: &[usize], rows: Range<u64>) -> Result<Vec<ArrayRef>> {
+        let mut ranges = Vec::new();
+        for &column in columns {
+            ranges.extend(self.reader.ranges_for(column, rows.clone())?);
+        }
         let fetched = self.reader.source_mut();
         let missing: Vec<Range<u64>> = ranges.into_iter().filter(|r| !fetched.holds(r)).collect();
         fetch(
@@ -225,7 +255,10 @@ impl ObjectStoreReader {
             &mut self.count,
         )
         .await?;
-        let result = self.reader.read_column_range(column, rows);
+        let result = columns
+            .iter()
+            .map(|&c| self.reader.read_column_range(c, rows.clone()))
+            .collect();
         // What a read fetched was for it alone: page buffers live on in the decoders
         // built from them, and a later read fetches its own chunks.
         self.reader.source_mut().ranges.clear();

@@ -106,8 +106,9 @@ impl<R: Read + Seek> FileReader<R> {
     }
 
     /// The parts of `rows` in pages of `filter.column` that may hold a value of its range
-    /// (every page without statistics may), adjacent pages merged.
-    fn matching_rows(
+    /// (every page without statistics may), adjacent pages merged: what a scan with this
+    /// filter reads. Reads only the footer.
+    pub fn matching_rows(
         &self,
         filter: &StatsFilter,
         rows: Range<u64>,
