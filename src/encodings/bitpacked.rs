@@ -53,7 +53,7 @@ fn check_bits(bits_per_value: u64) -> Result<usize> {
 }
 
 /// Reads a little-endian integer of `bytes.len()` (1 to 8) bytes.
-fn read(bytes: &[u8]) -> u64 {
+pub(crate) fn read(bytes: &[u8]) -> u64 {
     let mut word = [0u8; 8];
     word[..bytes.len()].copy_from_slice(bytes);
     u64::from_le_bytes(word)

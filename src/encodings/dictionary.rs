@@ -24,7 +24,7 @@
 //! 07 00 00 00`) and the indices `1, 0, 1, 1, 0`, one chunk of bitpack: `01` (1 bit,
 //! unsigned) `00 00` (reference 0) `0D` (bits 1 0 1 1 0, LSB first).
 
-use super::bitpacked::{self, BitpackDecompressor};
+use super::bitpacked::{self, read, BitpackDecompressor};
 use super::general::GeneralMiniBlockCompressor;
 use super::{
     check_output, ChunkShape, ChunkStorage, CompressionScheme, MiniBlockCompressor,
@@ -48,13 +48,6 @@ fn index_width(items: usize) -> usize {
 /// Whether values of `width` bytes can be dictionary-encoded.
 pub(crate) fn supports_width(width: usize) -> bool {
     (1..=8).contains(&width)
-}
-
-/// A value of 1 to 8 bytes as an integer.
-fn read(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(word)
 }
 
 /// An open-addressing map from values to indices: a page's values are looked up once
