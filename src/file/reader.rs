@@ -29,9 +29,20 @@ use crate::proto::file as pb;
 /// [`open`](Self::open) reads only the header and the footer and checks them against the
 /// file's size; reads then fetch only the pages, and within a page only the chunks, that
 /// the asked rows overlap.
-#[derive(Debug)]
+///
+/// A clone (of a reader over a cloneable source) shares the checked footer and every
+/// chunk table and decoder built so far or later.
+#[derive(Debug, Clone)]
 pub struct FileReader<R> {
     source: R,
+    /// What the footer says, checked, and what reads learn of it: shared by clones, so
+    /// that readers of one file on several threads parse and build each thing once.
+    meta: Arc<FileMeta>,
+    verify_checksums: bool,
+}
+
+#[derive(Debug, Clone)]
+struct FileMeta {
     footer: pb::Footer,
     schema: SchemaRef,
     /// Per column, the first row of each page (and the row count at the end).
@@ -43,7 +54,6 @@ pub struct FileReader<R> {
     /// entropy tables checked, page buffers read and checked): a read never builds one
     /// twice.
     decoders: Vec<Vec<OnceLock<Arc<dyn MiniBlockDecompressor>>>>,
-    verify_checksums: bool,
 }
 
 impl<R: Read + Seek> FileReader<R> {
@@ -107,11 +117,13 @@ impl<R: Read + Seek> FileReader<R> {
         let (layouts, decoders) = (page_cells(&footer), page_cells(&footer));
         Ok(Self {
             source,
-            footer,
-            schema,
-            page_starts,
-            layouts,
-            decoders,
+            meta: Arc::new(FileMeta {
+                footer,
+                schema,
+                page_starts,
+                layouts,
+                decoders,
+            }),
             verify_checksums: true,
         })
     }
@@ -121,8 +133,10 @@ impl<R: Read + Seek> FileReader<R> {
     /// is an explicit opt-out for callers who verify bytes elsewhere.
     pub fn set_verify_checksums(&mut self, verify: bool) {
         if verify && !self.verify_checksums {
-            // Decoders built without checking their page buffers are built again.
-            self.decoders
+            // Decoders built without checking their page buffers are built again (by this
+            // reader: its clones keep theirs).
+            Arc::make_mut(&mut self.meta)
+                .decoders
                 .iter_mut()
                 .flatten()
                 .for_each(|d| *d = OnceLock::new());
@@ -132,23 +146,24 @@ impl<R: Read + Seek> FileReader<R> {
 
     /// The file's schema.
     pub fn schema(&self) -> &SchemaRef {
-        &self.schema
+        &self.meta.schema
     }
 
     /// Rows in every column.
     pub fn num_rows(&self) -> u64 {
-        self.footer.num_rows
+        self.meta.footer.num_rows
     }
 
     /// The footer as read.
     pub fn footer(&self) -> &pb::Footer {
-        &self.footer
+        &self.meta.footer
     }
 
     /// The index of the column named `name`.
     pub fn column_index(&self, name: &str) -> Result<usize> {
-        self.schema.index_of(name).map_err(|_| {
+        self.meta.schema.index_of(name).map_err(|_| {
             let names: Vec<&str> = self
+                .meta
                 .schema
                 .fields()
                 .iter()
@@ -158,9 +173,15 @@ impl<R: Read + Seek> FileReader<R> {
         })
     }
 
+    /// Where the pages of `column` start: the first row of each page, then the row
+    /// count; `None` for a column the file lacks.
+    pub fn page_starts(&self, column: usize) -> Option<&[u64]> {
+        self.meta.page_starts.get(column).map(Vec::as_slice)
+    }
+
     /// Rows of page `index` of `column` (both in range).
     pub(crate) fn page_rows(&self, column: usize, index: usize) -> Range<u64> {
-        let starts = &self.page_starts[column];
+        let starts = &self.meta.page_starts[column];
         starts[index]..starts[index + 1]
     }
 
@@ -169,12 +190,13 @@ impl<R: Read + Seek> FileReader<R> {
     /// them.
     pub fn page_stats(&self, column: usize, index: usize) -> Result<Option<PageStats>> {
         let page = self
+            .meta
             .footer
             .columns
             .get(column)
             .and_then(|c| c.pages.get(index))
             .ok_or_else(|| Error::invalid(format!("no page {index} in column {column}")))?;
-        let field = self.schema.field(column);
+        let field = self.meta.schema.field(column);
         page.statistics
             .as_ref()
             .map(|s| PageStats::from_proto(s, field.data_type(), page.num_values))
@@ -186,6 +208,7 @@ impl<R: Read + Seek> FileReader<R> {
     /// when a page has none (a file written before statistics existed).
     pub fn column_stats(&self, column: usize) -> Result<Option<PageStats>> {
         let pages = self
+            .meta
             .footer
             .columns
             .get(column)
@@ -209,17 +232,17 @@ impl<R: Read + Seek> FileReader<R> {
 
     /// The validated layout of page `index` of `column`, parsed on first use.
     fn layout(&self, column: usize, index: usize, width: usize) -> Result<&PageLayout> {
-        let cell = &self.layouts[column][index];
+        let cell = &self.meta.layouts[column][index];
         if let Some(layout) = cell.get() {
             return Ok(layout);
         }
-        let layout = page_layout(&self.footer.columns[column].pages[index], width)?;
+        let layout = page_layout(&self.meta.footer.columns[column].pages[index], width)?;
         Ok(cell.get_or_init(|| layout))
     }
 
     /// Reads a whole column.
     pub fn read_column(&mut self, column: usize) -> Result<ArrayRef> {
-        let rows = self.footer.num_rows;
+        let rows = self.meta.footer.num_rows;
         self.read_column_range(column, 0..rows)
     }
 
@@ -234,7 +257,7 @@ impl<R: Read + Seek> FileReader<R> {
         // the buffer grows only as chunks really decode.
         let stored: u64 = plans
             .iter()
-            .map(|(index, _)| self.footer.columns[column].pages[*index].length)
+            .map(|(index, _)| self.meta.footer.columns[column].pages[*index].length)
             .sum();
         let reserve = checked_len(len, width)?.min(
             usize::try_from(
@@ -250,11 +273,11 @@ impl<R: Read + Seek> FileReader<R> {
             .then(|| BooleanBufferBuilder::new(len.min(reserve)));
         let mut buffer = Vec::new();
         for (index, local) in plans {
-            let layout = self.layouts[column][index]
+            let layout = self.meta.layouts[column][index]
                 .get()
                 .expect("every planned page's layout was parsed above");
-            let page = &self.footer.columns[column].pages[index];
-            let cell = &self.decoders[column][index];
+            let page = &self.meta.footer.columns[column].pages[index];
+            let cell = &self.meta.decoders[column][index];
             let decompressor = if let Some(d) = cell.get() {
                 d.clone()
             } else {
@@ -287,12 +310,12 @@ impl<R: Read + Seek> FileReader<R> {
         let (_, plans) = self.plan(column, rows)?;
         let mut ranges = Vec::new();
         for (index, local) in plans {
-            let page = &self.footer.columns[column].pages[index];
-            let layout = self.layouts[column][index]
+            let page = &self.meta.footer.columns[column].pages[index];
+            let layout = self.meta.layouts[column][index]
                 .get()
                 .expect("every planned page's layout was parsed");
             let buffers: u64 = page.buffer_sizes.iter().sum();
-            if buffers > 0 && self.decoders[column][index].get().is_none() {
+            if buffers > 0 && self.meta.decoders[column][index].get().is_none() {
                 let start = page.offset + page.length;
                 ranges.push(start..start + buffers);
             }
@@ -305,21 +328,27 @@ impl<R: Read + Seek> FileReader<R> {
     /// The pages rows `rows` of `column` overlap, each with its rows to read, every one's
     /// chunk table validated against the footer; and the column's field.
     fn plan(&self, column: usize, rows: Range<u64>) -> Result<(FieldRef, Vec<PageRows>)> {
-        let field = self.schema.fields().get(column).cloned().ok_or_else(|| {
-            Error::invalid(format!(
-                "column {column} asked of a file of {} columns",
-                self.schema.fields().len()
-            ))
-        })?;
-        if rows.start > rows.end || rows.end > self.footer.num_rows {
+        let field = self
+            .meta
+            .schema
+            .fields()
+            .get(column)
+            .cloned()
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "column {column} asked of a file of {} columns",
+                    self.meta.schema.fields().len()
+                ))
+            })?;
+        if rows.start > rows.end || rows.end > self.meta.footer.num_rows {
             return Err(Error::invalid(format!(
                 "rows {rows:?} are outside the file's {} rows",
-                self.footer.num_rows
+                self.meta.footer.num_rows
             )));
         }
         let data_type = field.data_type().clone();
         let width = value_width(&data_type)?;
-        let starts = &self.page_starts[column];
+        let starts = &self.meta.page_starts[column];
         let first = starts
             .partition_point(|&s| s <= rows.start)
             .saturating_sub(1);
@@ -327,7 +356,7 @@ impl<R: Read + Seek> FileReader<R> {
         // Validate every page's chunk table before allocating the output.
         let mut plans = Vec::new();
         for index in first..end.max(first) {
-            let page = &self.footer.columns[column].pages[index];
+            let page = &self.meta.footer.columns[column].pages[index];
             let layout = self
                 .layout(column, index, width)
                 .map_err(|e| in_page(e, &field, index))?;
@@ -380,11 +409,11 @@ impl<R: Read + Seek> FileReader<R> {
     pub fn verify(&mut self) -> Result<VerifySummary> {
         let mut summary = VerifySummary::default();
         let mut buffer = Vec::new();
-        for column in 0..self.footer.columns.len() {
-            let field = self.schema.field(column).clone();
+        for column in 0..self.meta.footer.columns.len() {
+            let field = self.meta.schema.field(column).clone();
             let width = value_width(field.data_type())?;
-            for index in 0..self.footer.columns[column].pages.len() {
-                let page = &self.footer.columns[column].pages[index];
+            for index in 0..self.meta.footer.columns[column].pages.len() {
+                let page = &self.meta.footer.columns[column].pages[index];
                 let layout = page_layout(page, width).map_err(|e| in_page(e, &field, index))?;
                 let checked = (|| {
                     if layout.data_len() as u64 != page.length {

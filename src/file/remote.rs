@@ -30,7 +30,7 @@ const COALESCE_GAP: u64 = 64 * 1024;
 
 /// The bytes of an object fetched so far, by offset, as a `Read + Seek` source; reading
 /// bytes that were not fetched is an error (a plan that missed them), never a request.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Fetched {
     len: u64,
     ranges: BTreeMap<u64, Bytes>,
@@ -101,6 +101,10 @@ pub struct FetchCount {
 /// A column file in an object store: [`FileReader`]'s reads, each fetching only the
 /// ranges it needs, in one coalesced call.
 ///
+/// A clone is a second reader of the same object (for another task or thread) that
+/// shares the parsed footer, chunk tables and decoders; its fetch count starts from the
+/// original's.
+///
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use std::sync::Arc;
@@ -131,7 +135,7 @@ pub struct FetchCount {
 /// # Ok::<(), miniblock::Error>(())
 /// # }).unwrap();
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ObjectStoreReader {
     store: Arc<dyn ObjectStore>,
     path: Path,

@@ -140,7 +140,12 @@ pub fn with_nulls(values: &[f32], every: usize) -> ArrayRef {
 /// `#[cfg_attr(not(shared_data), ignore = "...")]`, so where it is absent they are listed
 /// as ignored; run anyway, they fail rather than pass without having run.
 pub fn shared_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    // The repository's parent, from the root package or from a member one level down.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = [root.join("../shared"), root.join("../../shared")]
+        .into_iter()
+        .find(|d| d.join("data").is_dir())
+        .unwrap_or_else(|| root.join("../shared"));
     assert!(
         dir.join("data").is_dir(),
         "{} is absent: this test needs the shared data sets",

@@ -1,6 +1,7 @@
 //! The `miniblock` command: every subcommand, every input format, and every error case
 //! (one line on stderr, non-zero exit, no panic, no partial output).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::fs;
@@ -1798,7 +1799,7 @@ fn lance_files_in_and_out() {
     for encoding in ["auto", "bss+zstd", "bss+lz4", "plain"] {
         let out = ok(&[
             "encode",
-            "data/tmy3_Dry_bulb.f64",
+            "../data/tmy3_Dry_bulb.f64",
             lance_s,
             "--encoding",
             encoding,
@@ -1808,12 +1809,12 @@ fn lance_files_in_and_out() {
         ok(&["decode", lance_s, back_s, "-f"]);
         assert_eq!(
             fs::read(&back).unwrap(),
-            fs::read("data/tmy3_Dry_bulb.f64").unwrap()
+            fs::read("../data/tmy3_Dry_bulb.f64").unwrap()
         );
     }
     let err = fails(&[
         "encode",
-        "data/tmy3_Dry_bulb.f64",
+        "../data/tmy3_Dry_bulb.f64",
         lance_s,
         "--encoding",
         "alp+zstd",
@@ -1827,7 +1828,7 @@ fn lance_files_in_and_out() {
     // compare measures every column of a Lance file written in several pages.
     let out = ok(&[
         "compare",
-        "tests/lance/pages_2.2.lance",
+        "../tests/lance/pages_2.2.lance",
         "--encoding",
         "bss+zstd",
         "--runs",
@@ -1840,25 +1841,25 @@ fn lance_files_in_and_out() {
     // (a window of the chunk once led it to ALP, five times the best size).
     let out = ok(&[
         "compare",
-        "tests/lance/zstd_bss_2.1.lance",
+        "../tests/lance/zstd_bss_2.1.lance",
         "--runs",
         "1",
         "--check",
     ]);
     assert!(!out.contains("FAIL"), "{out}");
-    let out = ok(&["inspect", "tests/lance/default_2.1.lance"]);
+    let out = ok(&["inspect", "../tests/lance/default_2.1.lance"]);
     assert!(
         out.contains("column \"x64\": 1 page(s): mini-block: rle of flat 64-bit"),
         "{out}"
     );
-    let out = ok(&["inspect", "tests/lance/mixed_2.2.lance"]);
+    let out = ok(&["inspect", "../tests/lance/mixed_2.2.lance"]);
     assert!(
         out.contains("Lance (format 2.2)") && out.contains("label (Utf8, not encodable)"),
         "{out}"
     );
     let err = fails(&[
         "decode",
-        "tests/lance/mixed_2.2.lance",
+        "../tests/lance/mixed_2.2.lance",
         back_s,
         "--column",
         "label",
@@ -1868,7 +1869,7 @@ fn lance_files_in_and_out() {
     let bin = dir.path().join("b.bin");
     ok(&[
         "decode",
-        "tests/lance/mixed_2.2.lance",
+        "../tests/lance/mixed_2.2.lance",
         bin.to_str().unwrap(),
         "--column",
         "b",
@@ -1883,7 +1884,7 @@ fn lance_files_in_and_out() {
     let mb = dir.path().join("m.mb");
     let out = miniblock(&[
         "encode",
-        "tests/lance/mixed_2.2.lance",
+        "../tests/lance/mixed_2.2.lance",
         mb.to_str().unwrap(),
     ]);
     assert!(out.status.success());
@@ -1892,4 +1893,74 @@ fn lance_files_in_and_out() {
         stderr.contains("skipped: label (string)") && stderr.contains("took 2 of 3 columns"),
         "{stderr}"
     );
+}
+
+#[test]
+fn sql_queries_column_files_named_in_from() {
+    let dir = temp();
+    let mb = dir.path().join("parts");
+    fs::create_dir_all(&mb).unwrap();
+    for part in ["a.mb", "b.mb"] {
+        ok(&[
+            "encode",
+            "../data/tmy3_Dry_bulb.f64",
+            s(&mb.join(part)),
+            "-q",
+        ]);
+    }
+    let values: Vec<f64> = fs::read("../data/tmy3_Dry_bulb.f64")
+        .unwrap()
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+            (l.min(v), h.max(v))
+        });
+    let one = mb.join("a.mb");
+    let query = format!(
+        "SELECT count(*) AS n, min(tmy3_Dry_bulb) AS lo, max(tmy3_Dry_bulb) AS hi FROM '{}'",
+        one.display()
+    );
+    // JSON: one object per row.
+    let json = ok(&["sql", "--format", "json", &query]);
+    let row: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(row["n"], values.len());
+    assert_eq!(row["lo"].as_f64(), Some(lo));
+    assert_eq!(row["hi"].as_f64(), Some(hi));
+    // CSV: a header, then the rows.
+    let csv = ok(&["sql", "--format", "csv", &query]);
+    assert_eq!(csv.lines().next(), Some("n,lo,hi"));
+    assert_eq!(csv.lines().count(), 2);
+    // A table (the default) of every row a filter keeps, over a glob of two files.
+    let warm = values.iter().filter(|&&v| v > 30.0).count();
+    assert!(warm > 10);
+    let glob = format!("'{}/*.mb'", mb.display());
+    let rows = ok(&[
+        "sql",
+        "--format",
+        "json",
+        &format!("SELECT tmy3_Dry_bulb FROM {glob} WHERE tmy3_Dry_bulb > 30 ORDER BY 1"),
+    ]);
+    assert_eq!(rows.lines().count(), 2 * warm);
+    let table = ok(&["sql", &format!("SELECT count(*) FROM {glob}")]);
+    assert!(
+        table.contains(&format!("| {} ", 2 * values.len())),
+        "{table}"
+    );
+    assert!(table.lines().next().unwrap().starts_with("+-"), "{table}");
+    // Errors are one line.
+    let err = fails(&["sql", "SELEC 1"]);
+    assert!(
+        err.contains("SQL") || err.contains("syntax") || err.contains("Expected"),
+        "{err}"
+    );
+    let err = fails(&[
+        "sql",
+        &format!("SELECT * FROM '{}/none/*.mb'", dir.path().display()),
+    ]);
+    assert!(err.contains("no column files"), "{err}");
+    let err = fails(&["sql", &format!("SELECT nope FROM '{}'", one.display())]);
+    assert!(err.contains("nope"), "{err}");
 }

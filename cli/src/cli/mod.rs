@@ -24,6 +24,7 @@ mod inspect;
 mod output;
 mod plot;
 mod progress;
+mod sql;
 mod stats;
 mod verify;
 
@@ -221,6 +222,7 @@ Examples:
   miniblock decode data.mb -o out.arrow        every column back, types and nulls kept
   miniblock inspect data.mb                    pages, encodings, min/max, nulls, NaNs
   miniblock verify data.mb                     every checksum, every page decoded
+  miniblock sql \"SELECT avg(x) FROM 'a.mb'\"    SQL over column files (DataFusion)
   miniblock completions bash > ~/.local/share/bash-completion/completions/miniblock
 
 Exit status: 0 on success, 1 when a command fails, 2 for a wrong argument (one line on
@@ -265,6 +267,9 @@ enum Command {
     /// Check miniblock files: every page and chunk checksum, and a full decode of every page.
     #[command(after_help = verify::EXAMPLES)]
     Verify(verify::Args),
+    /// Run a SQL query (DataFusion) over column files named by path in FROM.
+    #[command(after_help = sql::EXAMPLES)]
+    Sql(sql::Args),
     /// Print a shell completion script for miniblock.
     #[command(after_help = COMPLETION_EXAMPLES)]
     Completions {
@@ -300,6 +305,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Some(Command::Decode(args)) => decode::run(&args),
         Some(Command::Inspect(args)) => inspect::run(&args),
         Some(Command::Verify(args)) => verify::run(&args),
+        Some(Command::Sql(args)) => sql::run(&args),
         Some(Command::Completions { shell }) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             let mut script = Vec::new();
@@ -322,7 +328,7 @@ pub fn sample_dir() -> Result<PathBuf, CliError> {
         }
     }
     candidates.push(PathBuf::from("data"));
-    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data"));
+    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../data"));
     let holds_sample = |dir: &PathBuf| {
         std::fs::read_dir(dir).is_ok_and(|entries| {
             entries.filter_map(Result::ok).any(|e| {

@@ -1,0 +1,10 @@
+//! Tests that read the full data sets of `../shared` (beside the repository, as in CI)
+//! run when it is there and are listed as ignored, with the reason, when it is not.
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(shared_data)");
+    println!("cargo:rerun-if-changed=../../shared/data");
+    if std::path::Path::new("../../shared/data").is_dir() {
+        println!("cargo:rustc-cfg=shared_data");
+    }
+}

@@ -1,0 +1,418 @@
+//! Queries through the table provider against the same queries through DataFusion's own
+//! Parquet reader, on real data with nulls; pruning, projection and limit byte counts at
+//! the object store; plans through `datafusion-proto` and back.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{weather, write_file, write_mb, write_parquet, Counting};
+use datafusion::arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, RecordBatch};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::physical_plan::{collect, ExecutionPlan};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion_proto::bytes::{
+    logical_plan_from_bytes_with_extension_codec, logical_plan_to_bytes_with_extension_codec,
+    physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+};
+use miniblock::file::WriteOptions;
+use miniblock_datafusion::{enable_url_table, MiniblockCodec, MiniblockScanExec, MiniblockTable};
+use object_store::local::LocalFileSystem;
+
+fn context(partitions: usize) -> SessionContext {
+    SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions))
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> String {
+    let batches = ctx
+        .sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    pretty_format_batches(&batches).unwrap().to_string()
+}
+
+const QUERIES: &[&str] = &[
+    "SELECT count(*), count(value), count(series), min(value), max(value), round(avg(value), 6), round(sum(value), 2) FROM t",
+    "SELECT series, count(*), count(value), min(value), max(value), round(avg(value), 6) FROM t GROUP BY series ORDER BY series NULLS FIRST",
+    "SELECT series, hour, value FROM t WHERE value > 900 ORDER BY value DESC, series, hour LIMIT 12",
+    "SELECT count(*), min(hour), max(hour) FROM t WHERE hour BETWEEN 100 AND 120 AND series = 4",
+    "SELECT count(*), min(hour) FROM t WHERE series IS NULL",
+    "SELECT hour, value FROM t WHERE series = 7 AND value IS NULL ORDER BY hour",
+    "SELECT series, hour FROM t WHERE value < -5 OR value IS NULL ORDER BY series NULLS LAST, hour LIMIT 20 OFFSET 40",
+    "SELECT count(*) FROM t WHERE value = 0.0 OR hour IN (1, 2, 8759)",
+    "SELECT hour % 24 AS h, round(avg(value), 6), max(value) FROM t WHERE series = 0 GROUP BY h ORDER BY h",
+];
+
+#[tokio::test]
+async fn queries_match_datafusions_parquet_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = weather();
+    write_mb(&dir.path().join("mb"), &batch, 3, WriteOptions::default());
+    write_parquet(&dir.path().join("pq"), &batch, 3);
+    for partitions in [1, 2, 5] {
+        let ours = context(partitions);
+        let table = MiniblockTable::open(&ours.state(), dir.path().join("mb").to_str().unwrap())
+            .await
+            .unwrap();
+        assert_eq!(table.num_rows(), batch.num_rows() as u64);
+        assert_eq!(table.paths().count(), 3);
+        ours.register_table("t", Arc::new(table)).unwrap();
+        let theirs = context(partitions);
+        theirs
+            .register_parquet(
+                "t",
+                dir.path().join("pq").to_str().unwrap(),
+                ParquetReadOptions::default(),
+            )
+            .await
+            .unwrap();
+        for sql in QUERIES {
+            let (a, b) = (run(&ours, sql).await, run(&theirs, sql).await);
+            assert_eq!(a, b, "{sql} at {partitions} partitions");
+            assert!(
+                a.lines().count() > 4,
+                "{sql}: an empty answer proves little\n{a}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn scans_use_every_partition_and_keep_the_schema_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = weather();
+    let schema = Arc::new(
+        batch
+            .schema()
+            .as_ref()
+            .clone()
+            .with_metadata([("source".to_string(), "pvlib tmy3".to_string())].into()),
+    );
+    let batch = batch.with_schema(schema).unwrap();
+    write_mb(dir.path(), &batch, 2, WriteOptions::default());
+    let ctx = context(4);
+    let table = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+        .await
+        .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let plan = ctx
+        .sql("SELECT value FROM t")
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let scan = find_scan(&plan);
+    assert_eq!(scan.properties().output_partitioning().partition_count(), 4);
+    assert_eq!(scan.rows(None), batch.num_rows() as u64);
+    let share = scan.rows(Some(0));
+    assert!((0..4).all(|p| scan.rows(Some(p)).abs_diff(share) <= 1));
+    let out = collect(Arc::clone(&plan), ctx.task_ctx()).await.unwrap();
+    assert_eq!(
+        out.iter().map(RecordBatch::num_rows).sum::<usize>(),
+        batch.num_rows()
+    );
+    let df = ctx.table("t").await.unwrap();
+    assert_eq!(df.schema().metadata()["source"], "pvlib tmy3");
+}
+
+fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> &MiniblockScanExec {
+    fn find(plan: &Arc<dyn ExecutionPlan>) -> Option<&MiniblockScanExec> {
+        plan.downcast_ref::<MiniblockScanExec>()
+            .or_else(|| plan.children().into_iter().find_map(find))
+    }
+    find(plan).expect("a scan in the plan")
+}
+
+/// Ten columns, 819,200 rows, 100 pages each: `key` sorted (with jitter), the others
+/// real values (the bundled sample's, picked at random) and random integers.
+fn wide() -> RecordBatch {
+    let rows = 819_200u64;
+    let hash = |x: u64| {
+        let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let base = weather();
+    let values = base
+        .column(2)
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap();
+    let mut columns: Vec<(String, ArrayRef)> = vec![(
+        "key".into(),
+        Arc::new(Int64Array::from_iter_values(
+            (0..rows).map(|i| (i * 4 + hash(i) % 4).cast_signed()),
+        )),
+    )];
+    for c in 0..6u64 {
+        let column: Float64Array = (0..rows)
+            .map(|i| Some(values.value((hash(i * 16 + c) % values.len() as u64) as usize)))
+            .collect();
+        columns.push((format!("f{c}"), Arc::new(column)));
+    }
+    for c in 0..3u64 {
+        let column = Int32Array::from_iter_values(
+            (0..rows).map(|i| (hash(i * 16 + 8 + c) % 1_000_000) as i32),
+        );
+        columns.push((format!("i{c}"), Arc::new(column)));
+    }
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+/// A context whose local files are read through a counting store, with the table `t`
+/// (`wide()`, one file).
+async fn counted(dir: &std::path::Path, partitions: usize) -> (SessionContext, Arc<Counting>, u64) {
+    let batch = wide();
+    let options = WriteOptions {
+        page_values: Some(8192),
+        ..WriteOptions::default()
+    };
+    write_mb(dir, &batch, 1, options);
+    let file_bytes = std::fs::metadata(dir.join("part-0.mb")).unwrap().len();
+    let store = Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
+    let ctx = context(partitions);
+    ctx.register_object_store(
+        &url::Url::parse("file://").unwrap(),
+        Arc::clone(&store) as _,
+    );
+    let table = MiniblockTable::open(&ctx.state(), dir.to_str().unwrap())
+        .await
+        .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    store.reset();
+    (ctx, store, file_bytes)
+}
+
+#[tokio::test]
+async fn a_selective_filter_reads_few_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, store, file_bytes) = counted(dir.path(), 2).await;
+    // 1% of the rows: one page of `key` in a hundred (rows 409,600 to 417,791).
+    let out = run(
+        &ctx,
+        "SELECT count(*), round(avg(f0), 6), max(i1) FROM t WHERE key >= 1638400 AND key < 1671168",
+    )
+    .await;
+    assert!(out.contains("| 8192 "), "{out}");
+    let share = store.bytes() as f64 / file_bytes as f64;
+    println!(
+        "filter on 1% of the pages: {} of {file_bytes} bytes ({:.2}%), {} requests",
+        store.bytes(),
+        share * 100.0,
+        store.requests.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert!(share <= 0.03, "{share}");
+    // A filter the statistics cannot judge reads every page of the columns it needs.
+    let pruned = store.bytes();
+    store.reset();
+    let out = run(
+        &ctx,
+        "SELECT count(*), round(avg(f0), 6), max(i1) FROM t WHERE abs(key - 1654784) < 16384",
+    )
+    .await;
+    assert!(out.contains("| 819"), "{out}");
+    assert!(
+        store.bytes() > 50 * pruned,
+        "{} against {pruned}",
+        store.bytes()
+    );
+}
+
+#[tokio::test]
+async fn one_column_of_ten_reads_its_own_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ctx, store, file_bytes) = counted(dir.path(), 2).await;
+    let out = run(&ctx, "SELECT round(sum(f3), 3), count(*) FROM t").await;
+    assert!(out.contains("| 819200 "), "{out}");
+    let share = store.bytes() as f64 / file_bytes as f64;
+    println!(
+        "1 column of 10: {} of {file_bytes} bytes ({:.1}%)",
+        store.bytes(),
+        share * 100.0
+    );
+    assert!(share <= 0.15, "{share}");
+    // count(*) alone is answered by the footer: no page is read.
+    store.reset();
+    let out = run(&ctx, "SELECT count(*) FROM t").await;
+    assert!(out.contains("| 819200 "), "{out}");
+    assert_eq!(store.bytes(), 0);
+    // A limit without a filter reads the first rows only.
+    store.reset();
+    let out = run(&ctx, "SELECT key, f1 FROM t LIMIT 5").await;
+    assert_eq!(out.lines().count(), 9, "{out}");
+    assert!(store.bytes() < 64 * 1024, "{}", store.bytes());
+}
+
+#[tokio::test]
+async fn plans_travel_through_datafusion_proto() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = weather();
+    write_mb(dir.path(), &batch, 2, WriteOptions::default());
+    let ctx = context(3);
+    let table = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+        .await
+        .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let sql = "SELECT series, count(*), max(value), round(avg(value), 6) FROM t WHERE hour < 4000 GROUP BY series ORDER BY series";
+    let plan = ctx
+        .sql(sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let bytes =
+        physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &MiniblockCodec).unwrap();
+    // An executor: a fresh session, no table registered, the files opened anew.
+    let executor = context(3);
+    let back = physical_plan_from_bytes_with_extension_codec(
+        &bytes,
+        &executor.task_ctx(),
+        &MiniblockCodec,
+    )
+    .unwrap();
+    assert_eq!(
+        datafusion::physical_plan::displayable(plan.as_ref())
+            .indent(true)
+            .to_string(),
+        datafusion::physical_plan::displayable(back.as_ref())
+            .indent(true)
+            .to_string()
+    );
+    let want = collect(plan, ctx.task_ctx()).await.unwrap();
+    let got = collect(back, executor.task_ctx()).await.unwrap();
+    assert_eq!(
+        pretty_format_batches(&want).unwrap().to_string(),
+        pretty_format_batches(&got).unwrap().to_string()
+    );
+    // 25 series and the rows without one.
+    assert_eq!(want.iter().map(RecordBatch::num_rows).sum::<usize>(), 26);
+    // Bytes that are not a plan are an error, not a panic.
+    for cut in [1, bytes.len() / 2, bytes.len() - 1] {
+        let _ = physical_plan_from_bytes_with_extension_codec(
+            &bytes[..cut],
+            &executor.task_ctx(),
+            &MiniblockCodec,
+        );
+    }
+}
+
+#[tokio::test]
+async fn logical_plans_carry_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    write_mb(dir.path(), &weather(), 2, WriteOptions::default());
+    let ctx = context(2);
+    let table = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+        .await
+        .unwrap();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let sql = "SELECT series, min(value), count(*) FROM t WHERE value > 20 GROUP BY series ORDER BY series";
+    let frame = ctx.sql(sql).await.unwrap();
+    let bytes =
+        logical_plan_to_bytes_with_extension_codec(frame.logical_plan(), &MiniblockCodec).unwrap();
+    // A scheduler: a fresh session; the table's files are opened by its first scan.
+    let scheduler = context(2);
+    let plan = logical_plan_from_bytes_with_extension_codec(
+        &bytes,
+        &scheduler.task_ctx(),
+        &MiniblockCodec,
+    )
+    .unwrap();
+    let got = scheduler
+        .execute_logical_plan(plan)
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let want = frame.collect().await.unwrap();
+    assert_eq!(
+        pretty_format_batches(&want).unwrap().to_string(),
+        pretty_format_batches(&got).unwrap().to_string()
+    );
+    assert!(want.iter().map(RecordBatch::num_rows).sum::<usize>() >= 5);
+    // A file replaced by one of other columns is refused when the scan opens it.
+    let other = weather().project(&[0, 2]).unwrap();
+    write_file(
+        &dir.path().join("part-1.mb"),
+        &other,
+        WriteOptions::default(),
+    );
+    let plan = logical_plan_from_bytes_with_extension_codec(
+        &bytes,
+        &context(2).task_ctx(),
+        &MiniblockCodec,
+    )
+    .unwrap();
+    let err = context(2)
+        .execute_logical_plan(plan)
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("part-1.mb"), "{err}");
+}
+
+#[tokio::test]
+async fn sql_names_files_by_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = weather();
+    write_mb(&dir.path().join("mb"), &batch, 2, WriteOptions::default());
+    write_parquet(&dir.path().join("pq"), &batch, 1);
+    let ctx = enable_url_table(SessionContext::new());
+    let mb = dir.path().join("mb");
+    for from in [
+        format!("'{}/*.mb'", mb.display()),
+        format!("'{}'", mb.display()),
+        format!("'{}/part-0.mb'", mb.display()),
+    ] {
+        let out = run(&ctx, &format!("SELECT count(*) FROM {from}")).await;
+        let want = if from.contains("part-0") {
+            109_500
+        } else {
+            219_000
+        };
+        assert!(out.contains(&format!("| {want} ")), "{from}: {out}");
+    }
+    let parquet = format!("'{}/part-0.parquet'", dir.path().join("pq").display());
+    let out = run(&ctx, &format!("SELECT count(*) FROM {parquet}")).await;
+    assert!(out.contains("| 219000 "), "{out}");
+    let err = ctx
+        .sql(&format!(
+            "SELECT * FROM '{}/nothing/*.mb'",
+            dir.path().display()
+        ))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("no column files"), "{err}");
+}
+
+#[tokio::test]
+async fn files_of_other_columns_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let batch = weather();
+    write_mb(dir.path(), &batch, 1, WriteOptions::default());
+    let other = batch.project(&[0, 2]).unwrap();
+    write_file(
+        &dir.path().join("other.mb"),
+        &other,
+        WriteOptions::default(),
+    );
+    let ctx = context(2);
+    let err = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("columns"), "{err}");
+    // A damaged file is named in the error.
+    std::fs::write(dir.path().join("other.mb"), b"MBLK\x01\0\0\0 not a footer").unwrap();
+    let err = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("other.mb"), "{err}");
+}
