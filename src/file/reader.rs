@@ -306,6 +306,7 @@ impl<R: Read + Seek> FileReader<R> {
     /// buffers of pages whose decoder is not built yet, then per page the whole page or
     /// the chunks the rows overlap (what [`read_column_range`](Self::read_column_range)
     /// reads, for a reader that fetches them first).
+    #[cfg_attr(not(feature = "object-store"), allow(dead_code))]
     pub(crate) fn ranges_for(&self, column: usize, rows: Range<u64>) -> Result<Vec<Range<u64>>> {
         let (_, plans) = self.plan(column, rows)?;
         let mut ranges = Vec::new();
