@@ -166,7 +166,9 @@ impl MiniblockScanExec {
             Some(p) => self.partitions.get(p).into_iter().flatten().collect(),
             None => self.partitions.iter().flatten().collect(),
         };
-        units.iter().map(|u| u.rows.end - u.rows.start).sum()
+        units
+            .iter()
+            .fold(0u64, |sum, u| sum.saturating_add(u.rows.end - u.rows.start))
     }
 }
 
@@ -247,17 +249,9 @@ impl ExecutionPlan for MiniblockScanExec {
         };
         let store = context.runtime_env().object_store(&self.store_url)?;
         let batch_rows = context.session_config().batch_size().max(1) as u64;
-        let mut batches = VecDeque::new();
-        for unit in units {
-            let mut start = unit.rows.start;
-            while start < unit.rows.end {
-                let end = unit.rows.end.min(start + batch_rows);
-                batches.push_back((unit.file, start..end));
-                start = end;
-            }
-        }
         let state = PartitionScan {
-            batches,
+            units: units.iter().cloned().collect(),
+            batch_rows,
             readers: HashMap::new(),
             files: Arc::clone(&self.files),
             file_schema: Arc::clone(&self.file_schema),
@@ -267,7 +261,7 @@ impl ExecutionPlan for MiniblockScanExec {
             bytes: MetricBuilder::new(&self.metrics).counter("bytes_fetched", partition),
         };
         let stream = futures::stream::try_unfold(state, |mut scan| async move {
-            let Some((file, rows)) = scan.batches.pop_front() else {
+            let Some((file, rows)) = scan.next_batch() else {
                 return Ok(None);
             };
             let batch = scan.read(file, rows).await?;
@@ -295,9 +289,11 @@ impl ExecutionPlan for MiniblockScanExec {
     }
 }
 
-/// One partition's reading: the batches left, and a reader per file it opened.
+/// One partition's reading: the rows left, and a reader per file it opened.
 struct PartitionScan {
-    batches: VecDeque<(usize, Range<u64>)>,
+    /// Cut into batches as they are read: a plan's ranges are not trusted to be small.
+    units: VecDeque<Unit>,
+    batch_rows: u64,
     readers: HashMap<usize, ObjectStoreReader>,
     files: Arc<[ScanFile]>,
     file_schema: SchemaRef,
@@ -308,6 +304,24 @@ struct PartitionScan {
 }
 
 impl PartitionScan {
+    /// The next batch's file and rows.
+    fn next_batch(&mut self) -> Option<(usize, Range<u64>)> {
+        loop {
+            let unit = self.units.front_mut()?;
+            if unit.rows.is_empty() {
+                self.units.pop_front();
+                continue;
+            }
+            let end = unit
+                .rows
+                .end
+                .min(unit.rows.start.saturating_add(self.batch_rows));
+            let rows = unit.rows.start..end;
+            unit.rows.start = end;
+            return Some((unit.file, rows));
+        }
+    }
+
     async fn read(
         &mut self,
         file: usize,
@@ -329,5 +343,49 @@ impl PartitionScan {
             .add((after.requests - before.requests) as usize);
         self.bytes.add((after.bytes - before.bytes) as usize);
         Ok(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use object_store::memory::InMemory;
+
+    use super::*;
+
+    #[test]
+    fn hostile_ranges_are_cut_as_read_and_summed_without_overflow() {
+        let huge = Unit {
+            file: 0,
+            rows: 5..u64::MAX,
+        };
+        let mut scan = PartitionScan {
+            units: VecDeque::from([
+                Unit {
+                    file: 0,
+                    rows: 3..3,
+                },
+                huge.clone(),
+            ]),
+            batch_rows: 8192,
+            readers: HashMap::new(),
+            files: Arc::from(vec![ScanFile::unopened(Path::from("x.mb"))]),
+            file_schema: Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, false)])),
+            store: Arc::new(InMemory::new()),
+            projection: vec![0],
+            requests: Count::new(),
+            bytes: Count::new(),
+        };
+        assert_eq!(scan.next_batch(), Some((0, 5..8197)));
+        assert_eq!(scan.next_batch(), Some((0, 8197..16389)));
+        let exec = MiniblockScanExec::try_new(
+            ObjectStoreUrl::local_filesystem(),
+            Arc::clone(&scan.files),
+            Arc::clone(&scan.file_schema),
+            vec![0],
+            vec![vec![huge.clone(), huge]],
+        )
+        .unwrap();
+        assert_eq!(exec.rows(None), u64::MAX);
     }
 }

@@ -40,7 +40,7 @@ pub struct MiniblockTable {
 impl MiniblockTable {
     /// Opens the column files at `url`: one file (any name), a directory (its `.mb`
     /// files, sorted by path) or a glob (`data/*.mb`), local or in an object store
-    /// registered with the session (`s3://`, `memory://`, ...). Every file's footer is
+    /// registered in the runtime environment (`s3://`, `memory://`, ...). Every file's footer is
     /// read and checked; the files must have the same columns.
     pub async fn open(state: &dyn Session, url: &str) -> Result<Self> {
         let table_url = ListingTableUrl::parse(url)?;
