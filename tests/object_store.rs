@@ -90,6 +90,36 @@ async fn reads_match_the_file_reader(store: Arc<dyn ObjectStore>, path: Path, by
             }
         }
     }
+    // A prefetch takes one call (a range per column: their pages lie apart); batches
+    // within it take none and read the same rows, and a read outside it fetches for
+    // itself.
+    let mut remote = ObjectStoreReader::open(store.clone(), path.clone())
+        .await
+        .unwrap();
+    remote.reader().column_stats(0).unwrap();
+    let before = remote.fetched();
+    remote.prefetch(&[0, 1], 15_000..45_000).await.unwrap();
+    let prefetched = remote.fetched();
+    assert_eq!(prefetched.requests - before.requests, 2);
+    for start in (15_000..45_000).step_by(7_000) {
+        let rows = start..(start + 7_000).min(45_000);
+        let batch = remote.read_batch(&[1, 0], rows.clone()).await.unwrap();
+        let want = local.read_column_range(0, rows.clone()).unwrap();
+        assert_eq!(batch.column(1).to_data(), want.to_data(), "{rows:?}");
+        let want = local.read_column_range(1, rows.clone()).unwrap();
+        assert_eq!(batch.column(0).to_data(), want.to_data(), "{rows:?}");
+    }
+    assert_eq!(remote.fetched(), prefetched);
+    let got = remote.read_column_range(0, 80_000..81_000).await.unwrap();
+    let want = local.read_column_range(0, 80_000..81_000).unwrap();
+    assert_eq!(got.to_data(), want.to_data());
+    assert_eq!(remote.fetched().requests, prefetched.requests + 1);
+    // Past the file's rows or columns: an error, no request.
+    let after = remote.fetched();
+    assert!(remote.prefetch(&[0], 99_000..100_001).await.is_err());
+    assert!(remote.prefetch(&[2], 0..10).await.is_err());
+    assert_eq!(remote.fetched(), after);
+
     // A column of 1 of 2 reads none of the other's bytes.
     let mut remote = ObjectStoreReader::open(store, path).await.unwrap();
     let opened = remote.fetched().bytes;

@@ -1,6 +1,6 @@
 //! [`MiniblockScanExec`]: the leaf of a query plan that reads column files.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     ReplaceChildrenOptions,
 };
-use miniblock::file::ObjectStoreReader;
+use miniblock::file::{Fetched, FileReader, ObjectStoreReader};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use tokio::sync::OnceCell;
@@ -252,7 +252,7 @@ impl ExecutionPlan for MiniblockScanExec {
         let state = PartitionScan {
             units: units.iter().cloned().collect(),
             batch_rows,
-            readers: HashMap::new(),
+            current: None,
             files: Arc::clone(&self.files),
             file_schema: Arc::clone(&self.file_schema),
             store,
@@ -261,10 +261,10 @@ impl ExecutionPlan for MiniblockScanExec {
             bytes: MetricBuilder::new(&self.metrics).counter("bytes_fetched", partition),
         };
         let stream = futures::stream::try_unfold(state, |mut scan| async move {
-            let Some((file, rows)) = scan.next_batch() else {
+            let Some((file, rows, unit_end)) = scan.next_batch() else {
                 return Ok(None);
             };
-            let batch = scan.read(file, rows).await?;
+            let batch = scan.read(file, rows, unit_end).await?;
             Ok(Some((batch, scan)))
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -294,7 +294,8 @@ struct PartitionScan {
     /// Cut into batches as they are read: a plan's ranges are not trusted to be small.
     units: VecDeque<Unit>,
     batch_rows: u64,
-    readers: HashMap<usize, ObjectStoreReader>,
+    /// The file being read: a partition reads its files one after the other.
+    current: Option<Current>,
     files: Arc<[ScanFile]>,
     file_schema: SchemaRef,
     store: Arc<dyn ObjectStore>,
@@ -304,8 +305,8 @@ struct PartitionScan {
 }
 
 impl PartitionScan {
-    /// The next batch's file and rows.
-    fn next_batch(&mut self) -> Option<(usize, Range<u64>)> {
+    /// The next batch's file and rows, and where its unit ends.
+    fn next_batch(&mut self) -> Option<(usize, Range<u64>, u64)> {
         loop {
             let unit = self.units.front_mut()?;
             if unit.rows.is_empty() {
@@ -318,22 +319,42 @@ impl PartitionScan {
                 .min(unit.rows.start.saturating_add(self.batch_rows));
             let rows = unit.rows.start..end;
             unit.rows.start = end;
-            return Some((unit.file, rows));
+            return Some((unit.file, rows, unit.rows.end));
         }
     }
 
+    /// Reads `rows` of `file`, first prefetching them and the unit's next rows, about
+    /// [`PREFETCH_BYTES`] in all, unless the last prefetch holds them.
     async fn read(
         &mut self,
         file: usize,
         rows: Range<u64>,
+        unit_end: u64,
     ) -> Result<datafusion::arrow::record_batch::RecordBatch> {
         let scan_file = &self.files[file];
-        if !self.readers.contains_key(&file) {
-            let opened = scan_file.open(&self.store, &self.file_schema).await?;
-            self.readers.insert(file, opened.clone());
+        if self.current.as_ref().is_none_or(|c| c.file != file) {
+            // Dropping the last file's reader drops what it prefetched.
+            self.current = None;
+            let reader = scan_file.open(&self.store, &self.file_schema).await?;
+            let window_rows = window_rows(reader.reader(), &self.projection, self.batch_rows);
+            self.current = Some(Current {
+                file,
+                reader: reader.clone(),
+                window_rows,
+                window: 0..0,
+            });
         }
-        let reader = self.readers.get_mut(&file).expect("inserted above");
+        let current = self.current.as_mut().expect("opened above");
+        let reader = &mut current.reader;
         let before = reader.fetched();
+        if rows.start < current.window.start || rows.end > current.window.end {
+            let window = rows.start..unit_end.min(rows.start.saturating_add(current.window_rows));
+            reader
+                .prefetch(&self.projection, window.clone())
+                .await
+                .map_err(|e| external(e).context(scan_file.path.to_string()))?;
+            current.window = window;
+        }
         let batch = reader
             .read_batch(&self.projection, rows)
             .await
@@ -344,6 +365,39 @@ impl PartitionScan {
         self.bytes.add((after.bytes - before.bytes) as usize);
         Ok(batch)
     }
+}
+
+/// The file a partition is reading.
+struct Current {
+    file: usize,
+    reader: ObjectStoreReader,
+    /// Rows of the projection that make about [`PREFETCH_BYTES`].
+    window_rows: u64,
+    /// The rows last prefetched.
+    window: Range<u64>,
+}
+
+/// Bytes a partition fetches at once: enough that per-request costs vanish against the
+/// transfer, small enough to hold per partition.
+const PREFETCH_BYTES: u64 = 8 << 20;
+
+/// Rows of `projection` that make about [`PREFETCH_BYTES`] in `reader`'s file, by its
+/// columns' average bytes per row; whole batches, at least one.
+fn window_rows(reader: &FileReader<Fetched>, projection: &[usize], batch_rows: u64) -> u64 {
+    let columns = &reader.footer().columns;
+    let bytes = projection
+        .iter()
+        .filter_map(|&c| columns.get(c))
+        .flat_map(|c| &c.pages)
+        .map(|p| {
+            p.buffer_sizes
+                .iter()
+                .fold(p.length, |sum, &b| sum.saturating_add(b))
+        })
+        .fold(0u64, u64::saturating_add);
+    let per_row = (bytes / reader.num_rows().max(1)).max(1);
+    let batches = (PREFETCH_BYTES / per_row / batch_rows).max(1);
+    batches.saturating_mul(batch_rows)
 }
 
 #[cfg(test)]
@@ -368,7 +422,7 @@ mod tests {
                 huge.clone(),
             ]),
             batch_rows: 8192,
-            readers: HashMap::new(),
+            current: None,
             files: Arc::from(vec![ScanFile::unopened(Path::from("x.mb"))]),
             file_schema: Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, false)])),
             store: Arc::new(InMemory::new()),
@@ -376,8 +430,8 @@ mod tests {
             requests: Count::new(),
             bytes: Count::new(),
         };
-        assert_eq!(scan.next_batch(), Some((0, 5..8197)));
-        assert_eq!(scan.next_batch(), Some((0, 8197..16389)));
+        assert_eq!(scan.next_batch(), Some((0, 5..8197, u64::MAX)));
+        assert_eq!(scan.next_batch(), Some((0, 8197..16389, u64::MAX)));
         let exec = MiniblockScanExec::try_new(
             ObjectStoreUrl::local_filesystem(),
             Arc::clone(&scan.files),

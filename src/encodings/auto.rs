@@ -35,7 +35,9 @@
 //!   delta, delta+lz4, alp, alp-rd, alp+lz4, alp+ans, zstd, dict+zstd, bss+zstd, delta+zstd,
 //!   alp+zstd, delta+ans); walking from
 //!   the fastest, a slower candidate replaces the current pick
-//!   only if it is at least `min_gain` smaller. `min_gain = 0` picks the smallest;
+//!   only if it is at least `min_gain` smaller and saves at least `min_gain / 8` of the
+//!   values' bytes (so a page every candidate shrinks to almost nothing, such as a
+//!   sorted key, keeps the fastest). `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
 //!   encoder, not encoded twice;
@@ -591,11 +593,15 @@ impl AutoChooser {
                 sample_bytes = trial.bytes(&second);
             }
         }
-        // Fastest first: a slower candidate must be min_gain smaller.
+        // Fastest first: a slower candidate must be min_gain smaller, and save at least
+        // min_gain / 8 of the raw bytes: where every candidate shrinks the page to almost
+        // nothing (a sorted key, a constant), a few bytes do not pay for slower decoding.
         let mut best: Option<(usize, f64)> = None;
         for (i, &(_, ratio)) in estimates.iter().enumerate() {
             let Some(ratio) = ratio else { continue };
-            if best.is_none_or(|(_, b)| ratio < b * (1.0 - self.min_gain)) {
+            let pays =
+                |b: f64| ratio < b * (1.0 - self.min_gain) && b - ratio >= self.min_gain / 8.0;
+            if best.is_none_or(|(_, b)| pays(b)) {
                 best = Some((i, ratio));
             }
         }

@@ -243,29 +243,57 @@ impl ObjectStoreReader {
         .map_err(|e| Error::corrupt(format!("rows {rows:?}: {e}")))
     }
 
-    /// Fetches what rows `rows` of `columns` need, in one call, and reads them.
-    async fn read_columns(&mut self, columns: &[usize], rows: Range<u64>) -> Result<Vec<ArrayRef>> {
+    /// Fetches, in one call, what reading rows `rows` of `columns` needs, and keeps it
+    /// until the next `prefetch` or a read outside it: reads within those rows then make
+    /// no request. A scan cutting small batches from a large range fetches the range once
+    /// this way, rather than once per batch.
+    pub async fn prefetch(&mut self, columns: &[usize], rows: Range<u64>) -> Result<()> {
+        let ranges = self.ranges_for(columns, rows)?;
+        self.reader.source_mut().ranges.clear();
+        fetch(
+            &*self.store,
+            &self.path,
+            &coalesce(ranges),
+            self.reader.source_mut(),
+            &mut self.count,
+        )
+        .await
+    }
+
+    fn ranges_for(&self, columns: &[usize], rows: Range<u64>) -> Result<Vec<Range<u64>>> {
         let mut ranges = Vec::new();
         for &column in columns {
             ranges.extend(self.reader.ranges_for(column, rows.clone())?);
         }
+        Ok(ranges)
+    }
+
+    /// Reads rows `rows` of `columns`: from what [`prefetch`](Self::prefetch) kept when
+    /// it holds them, else from what one call fetches for this read alone.
+    async fn read_columns(&mut self, columns: &[usize], rows: Range<u64>) -> Result<Vec<ArrayRef>> {
+        let ranges = self.ranges_for(columns, rows.clone())?;
         let fetched = self.reader.source_mut();
-        let missing: Vec<Range<u64>> = ranges.into_iter().filter(|r| !fetched.holds(r)).collect();
-        fetch(
-            &*self.store,
-            &self.path,
-            &coalesce(missing),
-            fetched,
-            &mut self.count,
-        )
-        .await?;
+        let prefetched = ranges.iter().all(|r| fetched.holds(r));
+        if !prefetched {
+            fetched.ranges.clear();
+            fetch(
+                &*self.store,
+                &self.path,
+                &coalesce(ranges),
+                fetched,
+                &mut self.count,
+            )
+            .await?;
+        }
         let result = columns
             .iter()
             .map(|&c| self.reader.read_column_range(c, rows.clone()))
             .collect();
         // What a read fetched was for it alone: page buffers live on in the decoders
         // built from them, and a later read fetches its own chunks.
-        self.reader.source_mut().ranges.clear();
+        if !prefetched {
+            self.reader.source_mut().ranges.clear();
+        }
         result
     }
 

@@ -1,0 +1,294 @@
+//! Scans of a 1 GiB table through DataFusion: our table provider against DataFusion's own
+//! Parquet scan on the same rows.
+//!
+//! The table: `key` (the row number, an `i64` sorted like a time column) and one column
+//! per file of `../shared/data` (the bundled `data/` sample's files when that folder is
+//! absent), each file tiled to the table's length; as many rows as make 1 GiB of raw
+//! values. It is written once, as 4 column files (`WriteOptions::default()`: `auto`, 1 MiB
+//! pages) and as 4 Parquet files (BYTE_STREAM_SPLIT, Zstd level 3, dictionary off), and
+//! kept under `target/bench-data` for later runs.
+//!
+//! Timed (criterion, group `scan_1gib`): `SELECT count(*), min(c), max(c), avg(c) FROM t`
+//! for every column `c`, at 1 and 2 target partitions, through both. Counted (printed once
+//! per run, through an object store that counts what is read): a filter keeping 1% of the
+//! rows of `key`, and each column alone, against the bytes of the files.
+
+#![allow(missing_docs)] // criterion_group! generates undocumented functions
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use common::{write_mb, write_parquet, Counting};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use datafusion::arrow::array::{ArrayRef, Float32Array, Float64Array, Int64Array, RecordBatch};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use miniblock::file::{FileReader, WriteOptions};
+use miniblock_datafusion::MiniblockTable;
+use object_store::local::LocalFileSystem;
+use tokio::runtime::Runtime;
+
+const TABLE_BYTES: usize = 1 << 30;
+const FILES: usize = 4;
+/// Bumped whenever the table's recipe or the writer's choices change, so that a stale copy
+/// is not reused.
+const RECIPE: &str = "v2";
+
+const SOURCES: &[&str] = &[
+    "de421_mars.f64",
+    "de421_venus.f64",
+    "egm96_15.f32",
+    "ferret_coads_climatology_AIRT.f32",
+    "ferret_coads_climatology_SLP.f32",
+    "ferret_etopo20_ROSE.f32",
+    "ferret_levitus_climatology_TEMP.f32",
+    "ferret_monthly_navy_winds_UWND.f32",
+    "tmy3_all_cols.f64",
+];
+
+/// Each source found, as (column name, width, bytes), from `../shared/data` or else `data/`.
+fn sources() -> Vec<(String, usize, Vec<u8>)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dirs = [root.join("../../shared/data"), root.join("../data")];
+    let mut found = Vec::new();
+    for name in SOURCES {
+        let Some(bytes) = dirs.iter().find_map(|d| std::fs::read(d.join(name)).ok()) else {
+            eprintln!("scan_1gib: {name} is in neither data folder; the table goes without it");
+            continue;
+        };
+        let (stem, ext) = name.rsplit_once('.').unwrap();
+        let width = if ext == "f32" { 4 } else { 8 };
+        found.push((stem.to_owned(), width, bytes));
+    }
+    found
+}
+
+fn table() -> RecordBatch {
+    let sources = sources();
+    let row_bytes = 8 + sources.iter().map(|s| s.1).sum::<usize>();
+    let rows = TABLE_BYTES / row_bytes;
+    let mut columns: Vec<(String, ArrayRef)> = vec![(
+        "key".into(),
+        Arc::new(Int64Array::from_iter_values(
+            0..i64::try_from(rows).unwrap(),
+        )),
+    )];
+    for (name, width, bytes) in sources {
+        let values = bytes.chunks_exact(width).cycle().take(rows);
+        let array: ArrayRef = if width == 4 {
+            Arc::new(Float32Array::from_iter_values(
+                values.map(|b| f32::from_le_bytes(b.try_into().unwrap())),
+            ))
+        } else {
+            Arc::new(Float64Array::from_iter_values(
+                values.map(|b| f64::from_le_bytes(b.try_into().unwrap())),
+            ))
+        };
+        columns.push((name, array));
+    }
+    RecordBatch::try_from_iter(columns).unwrap()
+}
+
+/// The table's folder, written first if a finished copy is not there.
+fn written() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/bench-data")
+        .join(format!("scan-1gib-{RECIPE}"));
+    if dir.join("done").exists() {
+        return dir;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let batch = table();
+    eprintln!(
+        "scan_1gib: writing {} rows x {} columns ({} bytes of values)",
+        batch.num_rows(),
+        batch.num_columns(),
+        batch.get_array_memory_size()
+    );
+    let start = Instant::now();
+    write_mb(&dir.join("mb"), &batch, FILES, WriteOptions::default());
+    let ours = start.elapsed();
+    let start = Instant::now();
+    write_parquet(&dir.join("pq"), &batch, FILES);
+    eprintln!(
+        "scan_1gib: written in {:.1} s (column files, auto) and {:.1} s (Parquet)",
+        ours.as_secs_f64(),
+        start.elapsed().as_secs_f64()
+    );
+    std::fs::write(dir.join("done"), "").unwrap();
+    dir
+}
+
+fn folder_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+/// Each column's bytes in the column files: its pages and page buffers.
+fn column_bytes(dir: &Path, columns: usize) -> Vec<u64> {
+    let mut sums = vec![0; columns];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let reader = FileReader::open(std::fs::File::open(entry.unwrap().path()).unwrap()).unwrap();
+        for (sum, column) in sums.iter_mut().zip(&reader.footer().columns) {
+            *sum += column
+                .pages
+                .iter()
+                .map(|p| p.length + p.buffer_sizes.iter().sum::<u64>())
+                .sum::<u64>();
+        }
+    }
+    sums
+}
+
+/// A session of `partitions` whose local files are read through `store`, with the table
+/// `t` over the folder's column files (`ours`) or its Parquet files.
+async fn session(
+    dir: &Path,
+    ours: bool,
+    partitions: usize,
+    store: Arc<Counting>,
+) -> SessionContext {
+    let ctx =
+        SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
+    ctx.register_object_store(&url::Url::parse("file://").unwrap(), store);
+    if ours {
+        let table = MiniblockTable::open(&ctx.state(), dir.join("mb").to_str().unwrap())
+            .await
+            .unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+    } else {
+        ctx.register_parquet(
+            "t",
+            dir.join("pq").to_str().unwrap(),
+            ParquetReadOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    ctx
+}
+
+async fn run(ctx: &SessionContext, sql: &str) -> Vec<RecordBatch> {
+    ctx.sql(sql).await.unwrap().collect().await.unwrap()
+}
+
+/// One row through both readers: equal, but for the last digits of averages (summation
+/// order follows the batches).
+fn same_answers(ours: &[RecordBatch], theirs: &[RecordBatch], sql: &str) {
+    let (a, b) = (&ours[0], &theirs[0]);
+    assert_eq!((a.num_rows(), b.num_rows()), (1, 1), "{sql}");
+    for c in 0..a.num_columns() {
+        let float = |batch: &RecordBatch| {
+            let array = batch.column(c).as_any().downcast_ref::<Float64Array>()?;
+            Some(array.value(0))
+        };
+        match (float(a), float(b)) {
+            (Some(x), Some(y)) => assert!(
+                (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+                "{sql}: {x} against {y}"
+            ),
+            _ => assert_eq!(a.column(c), b.column(c), "{sql}: column {c}"),
+        }
+    }
+}
+
+/// Bytes fetched by `sql` through each reader, printed against the files' bytes.
+fn count_bytes(rt: &Runtime, dir: &Path, names: &[String], rows: u64) {
+    let files = [folder_bytes(&dir.join("mb")), folder_bytes(&dir.join("pq"))];
+    let own = column_bytes(&dir.join("mb"), names.len());
+    println!(
+        "scan_1gib: {rows} rows; column files {} bytes, Parquet {} bytes",
+        files[0], files[1]
+    );
+    let fetched = |ours: bool, sql: &str| {
+        rt.block_on(async {
+            let store = Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
+            let ctx = session(dir, ours, 2, Arc::clone(&store)).await;
+            store.reset();
+            let out = run(&ctx, sql).await;
+            (store.bytes(), out)
+        })
+    };
+    let (from, to) = (rows / 2, rows / 2 + rows / 100);
+    let sql = format!(
+        "SELECT count(*), min(\"{a}\"), avg(\"{b}\") FROM t WHERE key >= {from} AND key < {to}",
+        a = names[1],
+        b = names[names.len() - 1]
+    );
+    let (ours, answer) = fetched(true, &sql);
+    let (theirs, same) = fetched(false, &sql);
+    same_answers(&answer, &same, &sql);
+    let count = answer[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(count.value(0) as u64, to - from);
+    println!(
+        "scan_1gib: filter on 1% of the rows ({sql}): column files {ours} bytes ({:.2}%), Parquet {theirs} bytes ({:.2}%)",
+        100.0 * ours as f64 / files[0] as f64,
+        100.0 * theirs as f64 / files[1] as f64
+    );
+    for (name, own) in names.iter().zip(own) {
+        // Not min or max alone: Parquet answers those from its footer's statistics.
+        let sql = format!("SELECT count(*), avg(\"{name}\") FROM t");
+        let (ours, answer) = fetched(true, &sql);
+        let (theirs, same) = fetched(false, &sql);
+        same_answers(&answer, &same, &sql);
+        println!(
+            "scan_1gib: 1 column of {}, {name}: column files {ours} bytes ({:.2}% of the files, {:.3}x the column's own bytes), Parquet {theirs} bytes ({:.2}%)",
+            names.len(),
+            100.0 * ours as f64 / files[0] as f64,
+            ours as f64 / own as f64,
+            100.0 * theirs as f64 / files[1] as f64
+        );
+    }
+}
+
+fn scans(c: &mut Criterion) {
+    let dir = written();
+    let rt = Runtime::new().unwrap();
+    let store = || Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
+    let (names, rows) = rt.block_on(async {
+        let ctx = session(&dir, true, 1, store()).await;
+        let schema = ctx.table("t").await.unwrap().schema().clone();
+        let rows = run(&ctx, "SELECT count(*) FROM t").await[0]
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap()
+            .value(0);
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        (names, rows as u64)
+    });
+    count_bytes(&rt, &dir, &names, rows);
+
+    let mut group = c.benchmark_group("scan_1gib");
+    group.sample_size(10);
+    for partitions in [1, 2] {
+        let contexts =
+            [true, false].map(|ours| rt.block_on(session(&dir, ours, partitions, store())));
+        for name in &names {
+            let sql = format!(
+                "SELECT count(*), min(\"{name}\"), max(\"{name}\"), avg(\"{name}\") FROM t"
+            );
+            let answers = contexts.each_ref().map(|ctx| rt.block_on(run(ctx, &sql)));
+            same_answers(&answers[0], &answers[1], &sql);
+            for (ctx, reader) in contexts.iter().zip(["miniblock", "parquet"]) {
+                group.bench_function(
+                    BenchmarkId::new(format!("{name}/{reader}"), format!("{partitions}p")),
+                    |b| b.iter(|| rt.block_on(run(ctx, &sql))),
+                );
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, scans);
+criterion_main!(benches);
