@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanOptions {
     /// Column indices, in the order the batches hold them; `None` for every column.
+    /// [`FileReader::column_index`] finds a column by name.
     pub columns: Option<Vec<usize>>,
     /// Rows per batch (the last batch may hold fewer).
     pub batch_rows: usize,
