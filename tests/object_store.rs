@@ -124,16 +124,9 @@ async fn reads_match_the_file_reader(store: Arc<dyn ObjectStore>, path: Path, by
     let mut remote = ObjectStoreReader::open(store, path).await.unwrap();
     let opened = remote.fetched().bytes;
     remote.read_column(1).await.unwrap();
-    let code_bytes: u64 = remote.reader().footer().columns[1]
-        .pages
-        .iter()
-        .map(|p| p.length + p.buffer_sizes.iter().sum::<u64>())
-        .sum();
-    let x_bytes: u64 = remote.reader().footer().columns[0]
-        .pages
-        .iter()
-        .map(|p| p.length)
-        .sum();
+    let code_bytes = remote.reader().column_bytes(1).unwrap();
+    let x_bytes = remote.reader().column_bytes(0).unwrap();
+    assert_eq!(remote.reader().column_bytes(2), None);
     let spent = remote.fetched().bytes - opened;
     assert!(
         spent >= code_bytes && spent < code_bytes + x_bytes / 4,

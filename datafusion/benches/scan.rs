@@ -134,12 +134,8 @@ fn column_bytes(dir: &Path, columns: usize) -> Vec<u64> {
     let mut sums = vec![0; columns];
     for entry in std::fs::read_dir(dir).unwrap() {
         let reader = FileReader::open(std::fs::File::open(entry.unwrap().path()).unwrap()).unwrap();
-        for (sum, column) in sums.iter_mut().zip(&reader.footer().columns) {
-            *sum += column
-                .pages
-                .iter()
-                .map(|p| p.length + p.buffer_sizes.iter().sum::<u64>())
-                .sum::<u64>();
+        for (c, sum) in sums.iter_mut().enumerate() {
+            *sum += reader.column_bytes(c).unwrap();
         }
     }
     sums

@@ -384,16 +384,9 @@ const PREFETCH_BYTES: u64 = 8 << 20;
 /// Rows of `projection` that make about [`PREFETCH_BYTES`] in `reader`'s file, by its
 /// columns' average bytes per row; whole batches, at least one.
 fn window_rows(reader: &FileReader<Fetched>, projection: &[usize], batch_rows: u64) -> u64 {
-    let columns = &reader.footer().columns;
     let bytes = projection
         .iter()
-        .filter_map(|&c| columns.get(c))
-        .flat_map(|c| &c.pages)
-        .map(|p| {
-            p.buffer_sizes
-                .iter()
-                .fold(p.length, |sum, &b| sum.saturating_add(b))
-        })
+        .filter_map(|&c| reader.column_bytes(c))
         .fold(0u64, u64::saturating_add);
     let per_row = (bytes / reader.num_rows().max(1)).max(1);
     let batches = (PREFETCH_BYTES / per_row / batch_rows).max(1);

@@ -179,6 +179,19 @@ impl<R: Read + Seek> FileReader<R> {
         self.meta.page_starts.get(column).map(Vec::as_slice)
     }
 
+    /// Bytes `column` takes in the file: its pages and their page buffers, what reading
+    /// all of it fetches (chunk tables live in the footer); `None` for a column the file
+    /// lacks.
+    pub fn column_bytes(&self, column: usize) -> Option<u64> {
+        let pages = &self.meta.footer.columns.get(column)?.pages;
+        Some(
+            pages
+                .iter()
+                .flat_map(|p| std::iter::once(p.length).chain(p.buffer_sizes.iter().copied()))
+                .fold(0, u64::saturating_add),
+        )
+    }
+
     /// Rows of page `index` of `column` (both in range).
     pub(crate) fn page_rows(&self, column: usize, index: usize) -> Range<u64> {
         let starts = &self.meta.page_starts[column];
