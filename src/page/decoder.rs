@@ -128,10 +128,11 @@ impl<'a> PageDecoder<'a> {
         Self::with_layout(decompressor, layout, data)
     }
 
-    /// A decoder over an already validated layout and the data it describes. Until
-    /// [`with_data_type`](Self::with_data_type) says otherwise, arrays come out as the
-    /// natural type of the width: Float16/32/64, or `FixedSizeBinary(width)`.
-    pub fn with_layout(
+    /// A decoder over an already validated layout and the data it describes (a file
+    /// reader's cached layouts). Until [`with_data_type`](Self::with_data_type) says
+    /// otherwise, arrays come out as the natural type of the width: Float16/32/64, or
+    /// `FixedSizeBinary(width)`.
+    pub(crate) fn with_layout(
         decompressor: impl Into<Arc<dyn MiniBlockDecompressor>>,
         layout: impl Into<Cow<'a, PageLayout>>,
         data: &'a [u8],
@@ -170,7 +171,9 @@ impl<'a> PageDecoder<'a> {
         })
     }
 
-    /// Decode to arrays of `data_type` (whose width must match the encoding's).
+    /// Decode to arrays of `data_type` (whose width must match the encoding's). Without
+    /// it, arrays come out as the natural type of the width: Float16/32/64, or
+    /// `FixedSizeBinary(width)`.
     pub fn with_data_type(mut self, data_type: &DataType) -> Result<Self> {
         let width = value_width(data_type)?;
         if width != self.width {
