@@ -320,15 +320,23 @@ impl Sums {
     /// each, as many as both hold), keeping the running sums in locals, one loop per
     /// order.
     fn write<W: Word>(&mut self, residuals: &[u64], out: &mut [u8]) {
-        let values = residuals.iter().zip(out.chunks_exact_mut(W::BYTES));
+        let mut values = residuals.iter().zip(out.chunks_exact_mut(W::BYTES));
         let mut prev = self.prev;
         if self.order2 {
             let (mut delta, mut seen) = (self.delta, self.seen);
+            // The first two residuals are the first value and the first difference: taken
+            // before the loop, which then has no branch.
+            while seen < 2 {
+                let Some((&residual, value)) = values.next() else {
+                    break;
+                };
+                delta = unzigzag(residual);
+                seen += 1;
+                prev = prev.wrapping_add(delta);
+                W::write(prev, value);
+            }
             for (&residual, value) in values {
-                let r = unzigzag(residual);
-                // The first two residuals are the first value and the first difference.
-                delta = if seen < 2 { r } else { delta.wrapping_add(r) };
-                seen = seen.saturating_add(1);
+                delta = delta.wrapping_add(unzigzag(residual));
                 prev = prev.wrapping_add(delta);
                 W::write(prev, value);
             }

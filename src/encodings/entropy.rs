@@ -70,6 +70,7 @@
 //! ```
 
 use crate::error::{Error, Result};
+use crate::kernels;
 
 const MODE_RAW: u8 = 0;
 const MODE_CONSTANT: u8 = 1;
@@ -455,6 +456,9 @@ impl Decoder {
 
     /// Decodes `out.len()` bytes from `rest`, which starts with `u16 P` and the bit
     /// stream in `L` lanes (2 or 4); returns the bytes of `rest` taken.
+    // Inlined into each `kernels::with_bmi2` closure, to be compiled for BMI2 there.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn decode_bits<const L: usize>(
         &self,
         rest: &[u8],
@@ -541,6 +545,21 @@ fn peek(bytes: &[u8], pos: usize) -> u64 {
 #[cold]
 #[inline(never)]
 fn peek_tail(bytes: &[u8], pos: usize) -> u64 {
+    let at = pos / 8;
+    if let Some(last) = bytes
+        .len()
+        .checked_sub(8)
+        .and_then(|start| bytes.get(start..))
+    {
+        if at >= bytes.len() {
+            return 0;
+        }
+        // The last eight bytes, shifted down past the `at + 8 - len` (1 to 7) bytes
+        // before `at`; zeros come in from above.
+        let skip = at + 8 - bytes.len();
+        let word = u64::from_le_bytes(last.try_into().expect("8 bytes"));
+        return (word >> (8 * skip)) >> (pos % 8);
+    }
     let mut word = 0u64;
     for (i, &b) in bytes.iter().skip(pos / 8).take(8).enumerate() {
         word |= u64::from(b) << (8 * i);
@@ -962,24 +981,28 @@ pub(crate) fn decode_binned(
     // One pass: a peek past the end of `input` reads zeros, and a symbol out of range
     // has no low bits; both make the whole an error after the pass.
     let low = &input[used..];
-    let mut pos = 0usize;
-    let mut widest = 0u8;
-    let mut block = [0u64; BIN_BLOCK];
-    for part in symbols.chunks(BIN_BLOCK) {
-        for (slot, &symbol) in block.iter_mut().zip(part) {
-            let bin = bins[usize::from(symbol)];
-            widest = widest.max(bin.bits);
-            let low_bits = u32::from(bin.low);
-            let mut v = peek(low, pos);
-            if low_bits > 57 {
-                // A peek holds at least 57 bits; the rest come from the byte after them.
-                v |= peek(low, pos + 56) << 56;
+    let (pos, widest) = kernels::with_bmi2(|| {
+        let mut pos = 0usize;
+        let mut widest = 0u8;
+        let mut block = [0u64; BIN_BLOCK];
+        for part in symbols.chunks(BIN_BLOCK) {
+            for (slot, &symbol) in block.iter_mut().zip(part) {
+                let bin = bins[usize::from(symbol)];
+                widest = widest.max(bin.bits);
+                let low_bits = u32::from(bin.low);
+                let mut v = peek(low, pos);
+                if low_bits > 57 {
+                    // A peek holds at least 57 bits; the rest come from the byte after
+                    // them.
+                    v |= peek(low, pos + 56) << 56;
+                }
+                *slot = bin.high | (v & mask(low_bits));
+                pos += low_bits as usize;
             }
-            *slot = bin.high | (v & mask(low_bits));
-            pos += low_bits as usize;
+            sink(&block[..part.len()]);
         }
-        sink(&block[..part.len()]);
-    }
+        (pos, widest)
+    });
     if u32::from(widest) > bits {
         let symbol = symbols
             .iter()
@@ -1240,9 +1263,9 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
             let (norm, log, at) = read_table(rest).map_err(corrupt)?;
             let decoder = Decoder::new(&norm, log);
             let used = if mode == MODE_TANS {
-                decoder.decode_bits::<LANES>(&rest[at..], out)
+                kernels::with_bmi2(|| decoder.decode_bits::<LANES>(&rest[at..], out))
             } else {
-                decoder.decode_bits::<WIDE_LANES>(&rest[at..], out)
+                kernels::with_bmi2(|| decoder.decode_bits::<WIDE_LANES>(&rest[at..], out))
             }
             .map_err(corrupt)?;
             Ok(1 + at + used)
@@ -1258,9 +1281,9 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
                 ))
             })?;
             let used = if mode == MODE_SHARED {
-                table.decode_bits::<LANES>(&rest[1..], out)
+                kernels::with_bmi2(|| table.decode_bits::<LANES>(&rest[1..], out))
             } else {
-                table.decode_bits::<WIDE_LANES>(&rest[1..], out)
+                kernels::with_bmi2(|| table.decode_bits::<WIDE_LANES>(&rest[1..], out))
             }
             .map_err(corrupt)?;
             Ok(2 + used)
@@ -1540,6 +1563,62 @@ mod tests {
             let mut other = coded.clone();
             other[0] = if wide { MODE_TANS } else { MODE_TANS4 };
             let _ = decode(&other, &mut out, &none);
+        }
+    }
+
+    #[test]
+    fn peeks_read_every_position_of_every_length() {
+        // Bit by bit: bit `p` is bit `p % 8` of byte `p / 8`, zero past the end.
+        let reference = |bytes: &[u8], pos: usize| -> u64 {
+            (0..57).fold(0u64, |word, i| {
+                let p = pos + i;
+                let bit = bytes.get(p / 8).map_or(0, |b| u64::from(b >> (p % 8) & 1));
+                word | bit << i
+            })
+        };
+        let mut x = 11u64;
+        for len in 0..20 {
+            let bytes: Vec<u8> = (0..len).map(|_| xorshift(&mut x) as u8).collect();
+            for pos in 0..8 * (len + 2) {
+                assert_eq!(
+                    peek(&bytes, pos) & mask(57),
+                    reference(&bytes, pos),
+                    "{len} {pos}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn plain_and_dispatched_decoders_agree() {
+        // `decode` runs the bit reader compiled for BMI2 where the CPU has it; the same
+        // reader called directly is the build for every other CPU.
+        let mut x = 5u64;
+        let none = PageTables::default();
+        for n in [4, 9, 64, 1000, 4096] {
+            let stream: Vec<u8> = (0..n)
+                .map(|_| (xorshift(&mut x) % 7 + xorshift(&mut x) % 5) as u8)
+                .collect();
+            for wide in [false, true] {
+                let mut coded = Vec::new();
+                encode_lanes(&stream, &none, wide, &mut coded).unwrap();
+                let mut dispatched = vec![0; n];
+                decode(&coded, &mut dispatched, &none).unwrap();
+                assert_eq!(dispatched, stream, "{n}");
+                if n < 64 && coded[0] == MODE_RAW {
+                    continue;
+                }
+                let (norm, log, at) = read_table(&coded[1..]).unwrap();
+                let decoder = Decoder::new(&norm, log);
+                let mut plain = vec![0; n];
+                let used = match coded[0] {
+                    MODE_TANS => decoder.decode_bits::<LANES>(&coded[1 + at..], &mut plain),
+                    MODE_TANS4 => decoder.decode_bits::<WIDE_LANES>(&coded[1 + at..], &mut plain),
+                    other => panic!("{n}: mode {other}"),
+                };
+                assert_eq!(1 + at + used.unwrap(), coded.len(), "{n}");
+                assert_eq!(plain, stream, "{n}");
+            }
         }
     }
 

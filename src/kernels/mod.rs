@@ -15,6 +15,11 @@
 //! values; every public caller checks this first and reports a proper error, so a
 //! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
 //! lives in this module.
+//!
+//! [`with_bmi2`] is the one entry that is not byte stream split: it runs a closure
+//! compiled for BMI1/BMI2 where the CPU has them, so that the entropy decoder's bit
+//! readers, which shift and mask by counts read from a table, take one instruction for
+//! each (`shrx`, `bzhi`) instead of a sequence through `cl`.
 
 #[macro_use]
 mod blocks;
@@ -29,6 +34,19 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use arrow_buffer::MutableBuffer;
+
+/// Runs `f`, compiled for BMI1 and BMI2 where the CPU has them (x86_64; elsewhere, and
+/// on CPUs without them, as it is). Bit readers that `f` inlines then shift and mask by a
+/// variable count in one instruction each.
+#[inline]
+pub(crate) fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("bmi1") && std::is_x86_feature_detected!("bmi2") {
+        // SAFETY: `x86::with_bmi2` requires BMI1 and BMI2, detected just above.
+        return unsafe { x86::with_bmi2(f) };
+    }
+    f()
+}
 
 /// A kernel of one width: reads `src`, writes every byte of the (possibly uninitialized)
 /// output, which is as long as `src`.

@@ -1,5 +1,6 @@
 //! x86_64 kernels: SSSE3 (split) / SSE2 (unsplit) on 16 values at a time, AVX2 on 32, and
-//! an AVX-512 VBMI split of 4-byte values on 64.
+//! an AVX-512 VBMI split of 4-byte values on 64; and [`with_bmi2`], which compiles the
+//! closure it runs (the entropy decoder's bit readers) for BMI1/BMI2.
 //!
 //! Split (encode) loads whole values, gathers byte `j` of each value with one `pshufb`
 //! per vector, then transposes the gathered words across vectors with 2 or 3 rounds of
@@ -562,4 +563,15 @@ pub(super) unsafe fn split4_avx512vbmi(src: &[u8], dst: &mut [MaybeUninit<u8>]) 
         }
     });
     split_tail::<W>(src, dst, done);
+}
+
+/// Runs `f` compiled with BMI1 and BMI2 (`shrx`, `shlx`, `bzhi`: variable shifts and masks
+/// in one instruction, without the flags dependency of `shr cl`), for the bit readers of
+/// the entropy decoder, which `f` inlines.
+///
+/// # Safety
+/// The CPU must have BMI1 and BMI2.
+#[target_feature(enable = "bmi1,bmi2")]
+pub(super) unsafe fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
