@@ -981,28 +981,25 @@ pub(crate) fn decode_binned(
     // One pass: a peek past the end of `input` reads zeros, and a symbol out of range
     // has no low bits; both make the whole an error after the pass.
     let low = &input[used..];
-    let (pos, widest) = kernels::with_bmi2(|| {
-        let mut pos = 0usize;
-        let mut widest = 0u8;
-        let mut block = [0u64; BIN_BLOCK];
-        for part in symbols.chunks(BIN_BLOCK) {
-            for (slot, &symbol) in block.iter_mut().zip(part) {
-                let bin = bins[usize::from(symbol)];
-                widest = widest.max(bin.bits);
-                let low_bits = u32::from(bin.low);
-                let mut v = peek(low, pos);
-                if low_bits > 57 {
-                    // A peek holds at least 57 bits; the rest come from the byte after
-                    // them.
-                    v |= peek(low, pos + 56) << 56;
-                }
-                *slot = bin.high | (v & mask(low_bits));
-                pos += low_bits as usize;
+    let mut pos = 0usize;
+    let mut widest = 0u8;
+    let mut block = [0u64; BIN_BLOCK];
+    for part in symbols.chunks(BIN_BLOCK) {
+        for (slot, &symbol) in block.iter_mut().zip(part) {
+            let bin = bins[usize::from(symbol)];
+            widest = widest.max(bin.bits);
+            let low_bits = u32::from(bin.low);
+            let mut v = peek(low, pos);
+            if low_bits > 57 {
+                // A peek holds at least 57 bits; the rest come from the byte after
+                // them.
+                v |= peek(low, pos + 56) << 56;
             }
-            sink(&block[..part.len()]);
+            *slot = bin.high | (v & mask(low_bits));
+            pos += low_bits as usize;
         }
-        (pos, widest)
-    });
+        sink(&block[..part.len()]);
+    }
     if u32::from(widest) > bits {
         let symbol = symbols
             .iter()
