@@ -546,19 +546,14 @@ fn peek(bytes: &[u8], pos: usize) -> u64 {
 #[inline(never)]
 fn peek_tail(bytes: &[u8], pos: usize) -> u64 {
     let at = pos / 8;
-    if let Some(last) = bytes
-        .len()
-        .checked_sub(8)
-        .and_then(|start| bytes.get(start..))
-    {
+    if let Some(last) = bytes.last_chunk::<8>() {
         if at >= bytes.len() {
             return 0;
         }
         // The last eight bytes, shifted down past the `at + 8 - len` (1 to 7) bytes
         // before `at`; zeros come in from above.
         let skip = at + 8 - bytes.len();
-        let word = u64::from_le_bytes(last.try_into().expect("8 bytes"));
-        return (word >> (8 * skip)) >> (pos % 8);
+        return (u64::from_le_bytes(*last) >> (8 * skip)) >> (pos % 8);
     }
     let mut word = 0u64;
     for (i, &b) in bytes.iter().skip(pos / 8).take(8).enumerate() {
@@ -991,8 +986,7 @@ pub(crate) fn decode_binned(
             let low_bits = u32::from(bin.low);
             let mut v = peek(low, pos);
             if low_bits > 57 {
-                // A peek holds at least 57 bits; the rest come from the byte after
-                // them.
+                // A peek holds at least 57 bits; the rest come from the byte after them.
                 v |= peek(low, pos + 56) << 56;
             }
             *slot = bin.high | (v & mask(low_bits));

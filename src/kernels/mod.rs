@@ -16,10 +16,10 @@
 //! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
 //! lives in this module.
 //!
-//! [`with_bmi2`] is the one entry that is not byte stream split: it runs a closure
-//! compiled for BMI1/BMI2 where the CPU has them, so that the entropy decoder's bit
-//! readers, which shift and mask by counts read from a table, take one instruction for
-//! each (`shrx`, `bzhi`) instead of a sequence through `cl`.
+//! Two other pieces live here: `bitpack`, the bit-packing kernels, and [`with_bmi2`],
+//! which runs a closure compiled for BMI1/BMI2 where the CPU has them, so that the
+//! entropy decoder's bit readers, which shift and mask by counts read from a table, take
+//! one instruction for each (`shrx`, `bzhi`) instead of a sequence through `cl`.
 
 #[macro_use]
 mod blocks;
