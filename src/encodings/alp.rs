@@ -612,15 +612,17 @@ impl AlpEncoder {
         let plan = forms.plan(&self.tables, may_bin);
         if plan.binned {
             forms
-                .encode_binned(values.iter().copied(), bits, &self.tables, plan.wide, out)
+                .encode_binned(values.iter().copied(), bits, &self.tables, &plan, out)
                 .expect(FITS);
             return true;
         }
         let mut stream = Vec::with_capacity(values.len());
-        for j in 0..bits.div_ceil(8) {
+        for j in 0..bits.div_ceil(8) as usize {
             stream.clear();
             stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
-            entropy::encode_lanes(&stream, &self.tables, plan.wide, out).expect(FITS);
+            forms
+                .encode_stream(j, &stream, &self.tables, &plan, out)
+                .expect(FITS);
         }
         false
     }

@@ -482,13 +482,16 @@ impl MiniBlockCompressor for DeltaEncoder {
             let plan = forms.plan(&self.tables, true);
             if plan.binned {
                 out.push(order | ENTROPY_BIT | BINNED_BIT);
-                forms.encode_binned(words, bits, &self.tables, plan.wide, out)?;
+                forms.encode_binned(words, bits, &self.tables, &plan, out)?;
             } else {
                 out.push(order | ENTROPY_BIT);
                 let mut split = Vec::with_capacity(values.len());
                 kernels::split_append(scratch, &mut split, width);
-                for stream in split.chunks_exact((values.len() / width).max(1)) {
-                    entropy::encode_lanes(stream, &self.tables, plan.wide, out)?;
+                for (j, stream) in split
+                    .chunks_exact((values.len() / width).max(1))
+                    .enumerate()
+                {
+                    forms.encode_stream(j, stream, &self.tables, &plan, out)?;
                 }
             }
             if out.len() - start < HEADER_BYTES + values.len() {

@@ -109,6 +109,49 @@ pub(crate) struct Plan {
     pub(crate) binned: bool,
     /// Every coded stream in [`WIDE_LANES`] lanes.
     pub(crate) wide: bool,
+    /// The coding of each byte stream and of the bin symbols, as estimated for the
+    /// plan, so that coding them does not estimate again.
+    streams: [Choice; 8],
+    bins: Choice,
+}
+
+/// How a stream is best coded by estimate: with the best page table (its index and
+/// estimated bytes) or a table of its own (its estimated bytes), for `k` symbols.
+#[derive(Debug, Clone, Copy, Default)]
+struct Choice {
+    shared: Option<(usize, f32)>,
+    own: f32,
+    k: usize,
+}
+
+impl Choice {
+    fn of(present: &Present, tables: &PageTables) -> Self {
+        if present.len() <= 1 {
+            return Self {
+                k: present.len(),
+                ..Self::default()
+            };
+        }
+        Self {
+            shared: tables
+                .coders
+                .iter()
+                .enumerate()
+                .map(|(t, coder)| (t, 4.0 + coder.estimate(present)))
+                .min_by(|a, b| a.1.total_cmp(&b.1)),
+            own: own_estimate(present),
+            k: present.len(),
+        }
+    }
+
+    /// The estimated bytes of the smaller coding.
+    fn len(&self) -> f32 {
+        if self.k <= 1 {
+            return 2.0;
+        }
+        self.shared
+            .map_or(self.own, |(_, shared)| shared.min(self.own))
+    }
 }
 
 /// Largest table log: 4096 states.
@@ -221,22 +264,33 @@ fn decode_table(norm: &[(u8, u32)], log: u32) -> Vec<DecodeEntry> {
     table
 }
 
-/// Appends bits LSB first.
+/// Puts bits LSB first into a region [`write_bits`] sized for them.
 pub(crate) struct BitWriter<'a> {
-    out: &'a mut Vec<u8>,
+    buf: &'a mut [u8],
+    pos: usize,
     acc: u64,
     len: u32,
 }
 
-impl<'a> BitWriter<'a> {
-    pub(crate) fn new(out: &'a mut Vec<u8>) -> Self {
-        Self {
-            out,
-            acc: 0,
-            len: 0,
-        }
-    }
+/// Appends to `out` the `bits` bits that `write` puts through a [`BitWriter`], the last
+/// byte padded with zeros. The region is sized once, so a put is a shift, an or and now
+/// and then a 4-byte store, with no check of the vector's capacity; `write` must put no
+/// more than `bits` bits (a put past them panics).
+pub(crate) fn write_bits(out: &mut Vec<u8>, bits: usize, write: impl FnOnce(&mut BitWriter)) {
+    let at = out.len();
+    out.resize(at + bits.div_ceil(8), 0);
+    let mut writer = BitWriter {
+        buf: &mut out[at..],
+        pos: 0,
+        acc: 0,
+        len: 0,
+    };
+    write(&mut writer);
+    let end = writer.finish();
+    out.truncate(at + end);
+}
 
+impl BitWriter<'_> {
     /// Appends the low `bits` bits of `value` (any count up to 64).
     #[inline]
     pub(crate) fn put_wide(&mut self, value: u64, bits: u32) {
@@ -255,16 +309,18 @@ impl<'a> BitWriter<'a> {
         self.acc |= u64::from(value) << self.len;
         self.len += bits;
         if self.len >= 32 {
-            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.buf[self.pos..self.pos + 4].copy_from_slice(&(self.acc as u32).to_le_bytes());
+            self.pos += 4;
             self.acc >>= 32;
             self.len -= 32;
         }
     }
 
-    /// Writes the pending bits, the last byte padded with zeros.
-    pub(crate) fn finish(self) {
+    /// Writes the pending bits; returns the bytes written in all.
+    fn finish(self) -> usize {
         let bytes = self.len.div_ceil(8) as usize;
-        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
+        self.buf[self.pos..self.pos + bytes].copy_from_slice(&self.acc.to_le_bytes()[..bytes]);
+        self.pos + bytes
     }
 }
 
@@ -278,11 +334,11 @@ fn write_table(norm: &[(u8, u32)], log: u32, out: &mut Vec<u8>) {
 
 /// Appends the counts of `norm` in `bits` bits each, LSB first.
 fn write_counts(norm: &[(u8, u32)], bits: u32, out: &mut Vec<u8>) {
-    let mut counts = BitWriter::new(out);
-    for &(_, count) in norm {
-        counts.put(count, bits);
-    }
-    counts.finish();
+    write_bits(out, norm.len() * bits as usize, |counts| {
+        for &(_, count) in norm {
+            counts.put(count, bits);
+        }
+    });
 }
 
 /// Bytes [`write_table`] writes.
@@ -406,31 +462,42 @@ impl Coder {
         // nothing, as the decoder makes no step after it.
         let n = stream.len();
         let size = 1u32 << self.log;
-        let mut shed: Vec<(u32, u32)> = Vec::with_capacity(n);
         let mut state = [0u32; L];
-        for (i, &symbol) in stream.iter().enumerate().rev() {
+        let start = n.saturating_sub(L);
+        for (i, &symbol) in stream.iter().enumerate().skip(start) {
+            state[i % L] = u32::from(self.states[usize::from(self.first[usize::from(symbol)])]);
+        }
+        let mut shed: Vec<(u32, u32)> = Vec::with_capacity(start);
+        let mut total = L * self.log as usize;
+        let mut step = |lane: &mut u32, symbol: u8| {
             let s = usize::from(symbol);
-            let lane = &mut state[i % L];
-            let first = usize::from(self.first[s]);
-            if i + L >= n {
-                *lane = u32::from(self.states[first]);
-                continue;
-            }
-            let c = self.count_of[s];
             let bits = lane.wrapping_add(self.delta[s]) >> 16;
+            total += bits as usize;
             shed.push((*lane & ((1 << bits) - 1), bits));
-            *lane = u32::from(self.states[first + ((*lane >> bits) - c) as usize]);
+            let at = usize::from(self.first[s]) + ((*lane >> bits) - self.count_of[s]) as usize;
+            *lane = u32::from(self.states[at]);
+        };
+        // The bytes above the last whole group of L one by one, then whole groups, whose
+        // lanes are fixed positions (so the states stay in registers).
+        let whole = start - start % L;
+        for i in (whole..start).rev() {
+            step(&mut state[i % L], stream[i]);
+        }
+        for group in stream[..whole].chunks_exact(L).rev() {
+            for k in (0..L).rev() {
+                step(&mut state[k], group[k]);
+            }
         }
         let len_at = out.len();
         out.extend_from_slice(&[0, 0]);
-        let mut writer = BitWriter::new(out);
-        for lane in state {
-            writer.put(lane - size, self.log);
-        }
-        for &(value, bits) in shed.iter().rev() {
-            writer.put(value, bits);
-        }
-        writer.finish();
+        write_bits(out, total, |writer| {
+            for lane in state {
+                writer.put(lane - size, self.log);
+            }
+            for &(value, bits) in shed.iter().rev() {
+                writer.put(value, bits);
+            }
+        });
         let Ok(len) = u16::try_from(out.len() - len_at - 2) else {
             return false;
         };
@@ -856,24 +923,58 @@ pub(crate) struct IntForms {
     low_bits: usize,
 }
 
+/// The sums of two histograms' counts.
+fn add_counts(a: &Histogram, b: &Histogram) -> Histogram {
+    std::array::from_fn(|i| a[i] + b[i])
+}
+
 impl IntForms {
     /// Counts both forms of `values`.
     pub(crate) fn count(values: impl Iterator<Item = u64>, bits: u32) -> Self {
+        match bits.div_ceil(8) {
+            0 => Self::count_streams::<0>(values, bits),
+            1 => Self::count_streams::<1>(values, bits),
+            2 => Self::count_streams::<2>(values, bits),
+            3 => Self::count_streams::<3>(values, bits),
+            4 => Self::count_streams::<4>(values, bits),
+            5 => Self::count_streams::<5>(values, bits),
+            6 => Self::count_streams::<6>(values, bits),
+            7 => Self::count_streams::<7>(values, bits),
+            _ => Self::count_streams::<8>(values, bits),
+        }
+    }
+
+    /// [`count`](Self::count) for integers of `N` byte streams. Even and odd values go
+    /// to separate counters, added up at the end: a stream's high bytes are often the
+    /// same value after value, and a counter incremented every value would wait on its
+    /// own previous store.
+    fn count_streams<const N: usize>(mut values: impl Iterator<Item = u64>, bits: u32) -> Self {
         let lead = bin_lead(bits);
-        let mut streams = vec![[0u32; 256]; bits.div_ceil(8) as usize];
-        let mut bins = [0u32; 256];
+        let mut streams = [[[0u32; 256]; N]; 2];
+        let mut bins = [[0u32; 256]; 2];
         let mut low_bits = 0usize;
-        for v in values {
-            for (j, counts) in streams.iter_mut().enumerate() {
+        let mut tally = |half: usize, v: u64| {
+            for (j, counts) in streams[half].iter_mut().enumerate() {
                 counts[(v >> (8 * j)) as u8 as usize] += 1;
             }
             let (symbol, low) = bin(v, lead);
-            bins[usize::from(symbol)] += 1;
+            bins[half][usize::from(symbol)] += 1;
             low_bits += low as usize;
+        };
+        while let Some(even) = values.next() {
+            tally(0, even);
+            let Some(odd) = values.next() else { break };
+            tally(1, odd);
         }
+        let [streams_even, streams_odd] = streams;
+        let [bins_even, bins_odd] = bins;
         Self {
-            streams,
-            bins,
+            streams: streams_even
+                .iter()
+                .zip(&streams_odd)
+                .map(|(a, b)| add_counts(a, b))
+                .collect(),
+            bins: add_counts(&bins_even, &bins_odd),
             low_bits,
         }
     }
@@ -882,8 +983,17 @@ impl IntForms {
     /// smaller by estimate) or as byte streams, and whether in wide lanes (when their
     /// extra states cost little against the whole estimate).
     pub(crate) fn plan(&self, tables: &PageTables, may_bin: bool) -> Plan {
-        let streams: f32 = self.streams.iter().map(|c| estimate(c, tables)).sum();
-        let binned_len = estimate(&self.bins, tables) + (self.low_bits.div_ceil(8) as f32);
+        let mut choices = [Choice::default(); 8];
+        for (choice, counts) in choices.iter_mut().zip(&self.streams) {
+            *choice = Choice::of(&Present::of(counts), tables);
+        }
+        let streams: f32 = choices[..self.streams.len()].iter().map(Choice::len).sum();
+        let bins = if may_bin {
+            Choice::of(&Present::of(&self.bins), tables)
+        } else {
+            Choice::default()
+        };
+        let binned_len = bins.len() + (self.low_bits.div_ceil(8) as f32);
         let binned = may_bin && binned_len < streams;
         let (len, coded) = if binned {
             (binned_len, 1)
@@ -895,7 +1005,33 @@ impl IntForms {
             // Weighed with the largest table's states: the tables are picked later, per
             // stream.
             wide: cheap_to_widen(len / coded as f32, MAX_TABLE_LOG),
+            streams: choices,
+            bins,
         }
+    }
+
+    /// Appends byte stream `j` of the integers counted (byte j of each), coded as `plan`
+    /// (made by [`plan`](Self::plan) with `tables`) says.
+    pub(crate) fn encode_stream(
+        &self,
+        j: usize,
+        stream: &[u8],
+        tables: &PageTables,
+        plan: &Plan,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let counts = self
+            .streams
+            .get(j)
+            .ok_or_else(|| Error::invalid(format!("no byte stream {j} was counted")))?;
+        encode_counted(
+            stream,
+            counts,
+            Some(plan.streams[j]),
+            tables,
+            Some(plan.wide),
+            out,
+        )
     }
 
     /// Whether bins are smaller than byte streams, by estimate, with `tables`.
@@ -926,33 +1062,45 @@ impl IntForms {
     }
 
     /// Appends the integers counted (`values` again, integers of up to `bits` bits)
-    /// binned: their bin symbols as one coded stream ([`encode_lanes`] with `tables`
-    /// and `wide`), then every value's low bits, LSB first.
+    /// binned, as `plan` (made by [`plan`](Self::plan) with `tables` and bins allowed)
+    /// says: their bin symbols as one coded stream, then every value's low bits, LSB
+    /// first.
     pub(crate) fn encode_binned(
         &self,
         values: impl Iterator<Item = u64> + Clone,
         bits: u32,
         tables: &PageTables,
-        wide: bool,
+        plan: &Plan,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let lead = bin_lead(bits);
         let symbols: Vec<u8> = values.clone().map(|v| bin(v, lead).0).collect();
-        encode_counted(&symbols, &self.bins, tables, Some(wide), out)?;
+        encode_counted(
+            &symbols,
+            &self.bins,
+            Some(plan.bins),
+            tables,
+            Some(plan.wide),
+            out,
+        )?;
         let bins = &BINS[(lead - 2) as usize];
-        let mut writer = BitWriter::new(out);
-        if bits <= 32 {
-            // At most 28 low bits: one put each.
-            for (v, &symbol) in values.zip(&symbols) {
-                let low = u32::from(bins[usize::from(symbol)].low);
-                writer.put((v & mask(low)) as u32, low);
+        let low_bits = symbols
+            .iter()
+            .map(|&symbol| usize::from(bins[usize::from(symbol)].low))
+            .sum();
+        write_bits(out, low_bits, |writer| {
+            if bits <= 32 {
+                // At most 28 low bits: one put each.
+                for (v, &symbol) in values.zip(&symbols) {
+                    let low = u32::from(bins[usize::from(symbol)].low);
+                    writer.put((v & mask(low)) as u32, low);
+                }
+            } else {
+                for (v, &symbol) in values.zip(&symbols) {
+                    writer.put_wide(v, u32::from(bins[usize::from(symbol)].low));
+                }
             }
-        } else {
-            for (v, &symbol) in values.zip(&symbols) {
-                writer.put_wide(v, u32::from(bins[usize::from(symbol)].low));
-            }
-        }
-        writer.finish();
+        });
         Ok(())
     }
 }
@@ -1016,15 +1164,7 @@ const BIN_BLOCK: usize = 256;
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
 /// a constant, raw, a table of its own and the best page table of `tables`.
 pub fn estimate(counts: &Histogram, tables: &PageTables) -> f32 {
-    let present = Present::of(counts);
-    if present.len() <= 1 {
-        return 2.0;
-    }
-    tables
-        .coders
-        .iter()
-        .map(|coder| 4.0 + coder.estimate(&present))
-        .fold(own_estimate(&present), f32::min)
+    Choice::of(&Present::of(counts), tables).len()
 }
 
 /// Symbol lists of more symbols than this are written as a 256-bit set.
@@ -1135,28 +1275,25 @@ fn read_counts(
 pub fn encode(stream: &[u8], tables: &PageTables, out: &mut Vec<u8>) -> Result<()> {
     let mut counts = [0u32; 256];
     count(stream, &mut counts);
-    encode_counted(stream, &counts, tables, None, out)
+    encode_counted(stream, &counts, None, tables, None, out)
 }
 
 /// [`encode`], in [`WIDE_LANES`] lanes (when the stream has that many bytes) or not as
-/// `wide` says: a chunk of several streams decides for all of them
-/// ([`IntForms::plan`]).
-pub(crate) fn encode_lanes(
-    stream: &[u8],
-    tables: &PageTables,
-    wide: bool,
-    out: &mut Vec<u8>,
-) -> Result<()> {
+/// `wide` says, as a chunk's streams are coded ([`IntForms::encode_stream`]).
+#[cfg(test)]
+fn encode_lanes(stream: &[u8], tables: &PageTables, wide: bool, out: &mut Vec<u8>) -> Result<()> {
     let mut counts = [0u32; 256];
     count(stream, &mut counts);
-    encode_counted(stream, &counts, tables, Some(wide), out)
+    encode_counted(stream, &counts, None, tables, Some(wide), out)
 }
 
-/// [`encode`] of a stream whose symbol counts are `counts`, in wide lanes as `wide` says,
-/// or when the stream alone makes them cheap.
+/// [`encode`] of a stream whose symbol counts are `counts` (and, when given, whose
+/// [`Choice`] with `tables` is `choice`), in wide lanes as `wide` says, or when the
+/// stream alone makes them cheap.
 fn encode_counted(
     stream: &[u8],
     counts: &Histogram,
+    choice: Option<Choice>,
     tables: &PageTables,
     wide: Option<bool>,
     out: &mut Vec<u8>,
@@ -1167,21 +1304,16 @@ fn encode_counted(
             "entropy-coded streams hold at most {MAX_STREAM} bytes, got {n}"
         )));
     }
-    let present = Present::of(counts);
-    let k = present.len();
-    if k == 1 {
-        out.extend_from_slice(&[MODE_CONSTANT, stream[0]]);
+    let choice = choice.unwrap_or_else(|| Choice::of(&Present::of(counts), tables));
+    let k = choice.k;
+    if let (1, Some(&byte)) = (k, stream.first()) {
+        out.extend_from_slice(&[MODE_CONSTANT, byte]);
         return Ok(());
     }
     let start = out.len();
     if k >= 2 {
-        let shared = tables
-            .coders
-            .iter()
-            .enumerate()
-            .map(|(t, coder)| (t, 4.0 + coder.estimate(&present)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        let own_len = own_estimate(&present);
+        let shared = choice.shared;
+        let own_len = choice.own;
         let coded = match shared {
             // Raw by estimate: no table to build.
             _ if own_len >= (1 + n) as f32
@@ -1303,6 +1435,59 @@ mod tests {
         *x ^= *x >> 7;
         *x ^= *x << 17;
         *x
+    }
+
+    /// `IntForms` counts once and estimates once: its plan must weigh exactly the byte
+    /// streams the integers have (none past their width) against the bins, as separate
+    /// estimates of separately counted streams do, and code each stream as a fresh
+    /// `encode_lanes` of it would.
+    #[test]
+    fn forms_plan_and_code_as_separate_streams_would() {
+        let mut x = 7u64;
+        for bits in [0u32, 3, 8, 12, 16, 20, 32, 40, 64] {
+            for spread in [0u32, 2, 6, 13] {
+                let values: Vec<u64> = (0..700)
+                    .map(|_| {
+                        let v = xorshift(&mut x) >> (64 - spread.min(bits).max(1));
+                        if bits == 0 {
+                            0
+                        } else {
+                            v & mask(bits.min(63)) | (u64::from(bits == 64) << 63)
+                        }
+                    })
+                    .collect();
+                let forms = IntForms::count(values.iter().copied(), bits);
+                let tables = PageTables::default();
+                let plan = forms.plan(&tables, true);
+                let streams: Vec<Vec<u8>> = (0..bits.div_ceil(8))
+                    .map(|j| values.iter().map(|v| (v >> (8 * j)) as u8).collect())
+                    .collect();
+                let histogram = |bytes: &[u8]| {
+                    let mut h = [0u32; 256];
+                    count(bytes, &mut h);
+                    h
+                };
+                let streams_len: f32 = streams
+                    .iter()
+                    .map(|s| estimate(&histogram(s), &tables))
+                    .sum();
+                let lead = bin_lead(bits);
+                let symbols: Vec<u8> = values.iter().map(|&v| bin(v, lead).0).collect();
+                let low: u32 = values.iter().map(|&v| bin(v, lead).1).sum();
+                let binned_len = estimate(&histogram(&symbols), &tables) + low.div_ceil(8) as f32;
+                let what = format!("{bits} bits, spread {spread}");
+                assert_eq!(plan.binned, binned_len < streams_len, "{what}");
+                for (j, stream) in streams.iter().enumerate() {
+                    let mut cached = Vec::new();
+                    forms
+                        .encode_stream(j, stream, &tables, &plan, &mut cached)
+                        .unwrap();
+                    let mut fresh = Vec::new();
+                    encode_lanes(stream, &tables, plan.wide, &mut fresh).unwrap();
+                    assert_eq!(cached, fresh, "{what}, stream {j}");
+                }
+            }
+        }
     }
 
     #[test]
