@@ -1125,30 +1125,25 @@ pub(crate) fn decode_binned(
     // has no low bits; both make the whole an error after the pass.
     let low = &input[used..];
     let mut pos = 0usize;
-    let mut widest = 0u8;
     let mut block = [0u64; BIN_BLOCK];
+    let wide = bits > 57;
     for part in symbols.chunks(BIN_BLOCK) {
-        for (slot, &symbol) in block.iter_mut().zip(part) {
-            let bin = bins[usize::from(symbol)];
-            widest = widest.max(bin.bits);
-            let low_bits = u32::from(bin.low);
-            let mut v = peek(low, pos);
-            if low_bits > 57 {
-                // A peek holds at least 57 bits; the rest come from the byte after them.
-                v |= peek(low, pos + 56) << 56;
+        let block = &mut block[..part.len()];
+        // The sink runs outside the BMI2 build: it is not inlined there (ALP's is large).
+        pos = kernels::with_bmi2(|| {
+            if wide {
+                unbin::<true>(bins, part, low, pos, block)
+            } else {
+                unbin::<false>(bins, part, low, pos, block)
             }
-            *slot = bin.high | (v & mask(low_bits));
-            pos += low_bits as usize;
-        }
-        sink(&block[..part.len()]);
+        });
+        sink(block);
     }
-    if u32::from(widest) > bits {
-        let symbol = symbols
-            .iter()
-            .find(|&&s| u32::from(bins[usize::from(s)].bits) > bits)
-            .expect("the widest symbol");
+    // A bin's bits grow with its symbol, so the largest symbol has the widest.
+    let largest = symbols.iter().copied().max().unwrap_or(0);
+    if u32::from(bins[usize::from(largest)].bits) > bits {
         return Err(corrupt(format!(
-            "bin symbol {symbol} for integers of {bits} bits"
+            "bin symbol {largest} for integers of {bits} bits"
         )));
     }
     let len = pos.div_ceil(8);
@@ -1156,6 +1151,32 @@ pub(crate) fn decode_binned(
         return Err(corrupt(format!("{len} bytes of low bits cut short")));
     }
     Ok(used + len)
+}
+
+/// Fills `block` with the integers of the bin symbols `part`, their low bits read from
+/// bit `pos` of `low` on; returns the position after them. `WIDE` for integers of more
+/// than 57 bits, whose low bits may need a second peek.
+#[allow(clippy::inline_always)]
+#[inline(always)]
+fn unbin<const WIDE: bool>(
+    bins: &[Bin; 256],
+    part: &[u8],
+    low: &[u8],
+    mut pos: usize,
+    block: &mut [u64],
+) -> usize {
+    for (slot, &symbol) in block.iter_mut().zip(part) {
+        let bin = bins[usize::from(symbol)];
+        let low_bits = u32::from(bin.low);
+        let mut v = peek(low, pos);
+        if WIDE && low_bits > 57 {
+            // A peek holds at least 57 bits; the rest come from the byte after them.
+            v |= peek(low, pos + 56) << 56;
+        }
+        *slot = bin.high | (v & mask(low_bits));
+        pos += low_bits as usize;
+    }
+    pos
 }
 
 /// Binned integers go to their sink in blocks of this many.
@@ -1486,6 +1507,16 @@ mod tests {
                     encode_lanes(stream, &tables, plan.wide, &mut fresh).unwrap();
                     assert_eq!(cached, fresh, "{what}, stream {j}");
                 }
+            }
+        }
+    }
+
+    /// `decode_binned` finds the widest integer from the largest symbol alone.
+    #[test]
+    fn bin_widths_grow_with_their_symbols() {
+        for bins in BINS.iter() {
+            for pair in bins.windows(2) {
+                assert!(pair[0].bits <= pair[1].bits, "{pair:?}");
             }
         }
     }
