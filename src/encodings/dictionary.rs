@@ -552,7 +552,23 @@ impl MiniBlockDecompressor for DictionaryDecompressor {
                 indices.clear();
                 indices.resize(super::checked_len(num_values, iw)?, 0);
                 decoder.decompress_into(chunk, num_values, storage, indices, scratch)?;
-                self.look_up(indices.chunks_exact(iw).map(read), out)
+                // Fixed-width reads for the widths dictionaries write (a loop of loads,
+                // where the general read is a byte loop per index).
+                match iw {
+                    2 => self.look_up(
+                        indices
+                            .chunks_exact(2)
+                            .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
+                        out,
+                    ),
+                    4 => self.look_up(
+                        indices
+                            .chunks_exact(4)
+                            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+                        out,
+                    ),
+                    _ => self.look_up(indices.chunks_exact(iw).map(read), out),
+                }
             }),
         }
     }
