@@ -43,9 +43,11 @@
 //!   encoder, not encoded twice;
 //! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
 //!   tables from it, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
-//!   chunk with tables of its own); when that is within 1.5x of the best estimate it is
+//!   chunk with tables of its own); when that is within 1.3x of the best estimate it is
 //!   made for the page once, tried again as made, and its tables' bytes are added to its
-//!   estimate (the tables save at most about a fifth, so one further off cannot win);
+//!   estimate (the tables save at most about a fifth, so one further off cannot win; 1.3x
+//!   leaves room for the sample's error, and each page made costs a pass over a quarter
+//!   of the page);
 //! - a dictionary (`dict`, `dict+zstd`) is tried only when at most a quarter of the first
 //!   sample's values are distinct: it is made for the page (its items found in one pass),
 //!   tried as made, and its items' bytes are added to its estimate.
@@ -121,8 +123,9 @@ const CLOSE_SMALL: f64 = 1.15;
 
 /// A candidate that learns from the page is made for it when, as it comes, it is within
 /// this factor of the best: what it learns (entropy tables shared by the chunks) saves
-/// at most about a fifth of its bytes (a chunk's own tables, on small pages).
-const LEARNED_GAIN: f64 = 1.5;
+/// at most about a fifth of its bytes (a chunk's own tables, on small pages), so 1.25
+/// would do; the rest is room for the first sample's error.
+const LEARNED_GAIN: f64 = 1.3;
 
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;

@@ -375,6 +375,18 @@ fn read_table(bytes: &[u8]) -> std::result::Result<ReadTable, String> {
     Ok((norm, log, len))
 }
 
+/// How the encoder steps a state for one symbol.
+#[derive(Debug, Clone, Copy, Default)]
+struct SymbolStep {
+    /// `(most << 16) - (count << most)`, `most` the symbol's most bits shed, so that a
+    /// state x sheds `(x + delta) >> 16` bits (Zstd's FSE: one add and a shift where
+    /// comparing x with `count << most` would branch).
+    delta: u32,
+    /// `first - count` (wrapping): a state x of the symbol, shifted down into
+    /// `count..2 * count`, plus this is its index in the states.
+    offset: u32,
+}
+
 /// The encoding side of a table: the encoder's states and each symbol's cost in bits.
 #[derive(Debug, Clone)]
 struct Coder {
@@ -382,11 +394,8 @@ struct Coder {
     norm: Vec<(u8, u32)>,
     /// For symbol s with count c, its states for x in c..2c start at `first[s]`.
     first: [u16; 256],
-    count_of: [u32; 256],
-    /// For symbol s: `(most << 16) - (count << most)`, `most` its most bits shed, so
-    /// that a state x sheds `(x + delta) >> 16` bits (Zstd's FSE: one add and a shift
-    /// where comparing x with `count << most` would branch).
-    delta: [u32; 256],
+    /// Each symbol's step, in one 8-byte load.
+    steps: [SymbolStep; 256],
     states: Vec<u16>,
     /// Bits per occurrence, `log - log2(count)`; infinite for symbols the table lacks.
     cost: [f32; 256],
@@ -417,18 +426,21 @@ impl Coder {
             // `size + u` is below 2^13.
             states[usize::from(first[s]) + (x - count_of[s]) as usize] = (size + u) as u16;
         }
-        let mut delta = [0u32; 256];
+        let mut steps = [SymbolStep::default(); 256];
         for &(symbol, count) in &norm {
             let most = log - count.ilog2();
-            // States lie in [2^log, 2^(log+1)): (most << 16) + 2^(log+1) fits a u32.
-            delta[usize::from(symbol)] = (most << 16).wrapping_sub(count << most);
+            let s = usize::from(symbol);
+            steps[s] = SymbolStep {
+                // States lie in [2^log, 2^(log+1)): (most << 16) + 2^(log+1) fits a u32.
+                delta: (most << 16).wrapping_sub(count << most),
+                offset: u32::from(first[s]).wrapping_sub(count),
+            };
         }
         Self {
             log,
             norm,
             first,
-            count_of,
-            delta,
+            steps,
             states,
             cost: [f32::INFINITY; 256],
         }
@@ -467,25 +479,28 @@ impl Coder {
         for (i, &symbol) in stream.iter().enumerate().skip(start) {
             state[i % L] = u32::from(self.states[usize::from(self.first[usize::from(symbol)])]);
         }
-        let mut shed: Vec<(u32, u32)> = Vec::with_capacity(start);
+        // What each byte below `start` sheds, by its position.
+        let mut shed = vec![(0u32, 0u32); start];
         let mut total = L * self.log as usize;
-        let mut step = |lane: &mut u32, symbol: u8| {
-            let s = usize::from(symbol);
-            let bits = lane.wrapping_add(self.delta[s]) >> 16;
+        let mut step = |lane: &mut u32, symbol: u8, shed: &mut (u32, u32)| {
+            let code = self.steps[usize::from(symbol)];
+            let bits = lane.wrapping_add(code.delta) >> 16;
             total += bits as usize;
-            shed.push((*lane & ((1 << bits) - 1), bits));
-            let at = usize::from(self.first[s]) + ((*lane >> bits) - self.count_of[s]) as usize;
-            *lane = u32::from(self.states[at]);
+            *shed = (*lane & ((1 << bits) - 1), bits);
+            *lane = u32::from(self.states[((*lane >> bits).wrapping_add(code.offset)) as usize]);
         };
         // The bytes above the last whole group of L one by one, then whole groups, whose
         // lanes are fixed positions (so the states stay in registers).
         let whole = start - start % L;
         for i in (whole..start).rev() {
-            step(&mut state[i % L], stream[i]);
+            step(&mut state[i % L], stream[i], &mut shed[i]);
         }
-        for group in stream[..whole].chunks_exact(L).rev() {
+        let groups = stream[..whole]
+            .chunks_exact(L)
+            .zip(shed[..whole].chunks_exact_mut(L));
+        for (group, shed) in groups.rev() {
             for k in (0..L).rev() {
-                step(&mut state[k], group[k]);
+                step(&mut state[k], group[k], &mut shed[k]);
             }
         }
         let len_at = out.len();
@@ -494,7 +509,7 @@ impl Coder {
             for lane in state {
                 writer.put(lane - size, self.log);
             }
-            for &(value, bits) in shed.iter().rev() {
+            for &(value, bits) in &shed {
                 writer.put(value, bits);
             }
         });
