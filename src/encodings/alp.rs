@@ -612,7 +612,7 @@ impl AlpEncoder {
         let plan = forms.plan(&self.tables, may_bin);
         if plan.binned {
             forms
-                .encode_binned(values.iter().copied(), bits, &self.tables, &plan, out)
+                .encode_binned(values.iter().copied(), bits, &plan, out)
                 .expect(FITS);
             return true;
         }
@@ -620,9 +620,7 @@ impl AlpEncoder {
         for j in 0..bits.div_ceil(8) as usize {
             stream.clear();
             stream.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
-            forms
-                .encode_stream(j, &stream, &self.tables, &plan, out)
-                .expect(FITS);
+            forms.encode_stream(j, &stream, &plan, out).expect(FITS);
         }
         false
     }

@@ -482,7 +482,7 @@ impl MiniBlockCompressor for DeltaEncoder {
             let plan = forms.plan(&self.tables, true);
             if plan.binned {
                 out.push(order | ENTROPY_BIT | BINNED_BIT);
-                forms.encode_binned(words, bits, &self.tables, &plan, out)?;
+                forms.encode_binned(words, bits, &plan, out)?;
             } else {
                 out.push(order | ENTROPY_BIT);
                 let mut split = Vec::with_capacity(values.len());
@@ -491,7 +491,7 @@ impl MiniBlockCompressor for DeltaEncoder {
                     .chunks_exact((values.len() / width).max(1))
                     .enumerate()
                 {
-                    forms.encode_stream(j, stream, &self.tables, &plan, out)?;
+                    forms.encode_stream(j, stream, &plan, out)?;
                 }
             }
             if out.len() - start < HEADER_BYTES + values.len() {

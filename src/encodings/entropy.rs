@@ -102,9 +102,11 @@ fn cheap_to_widen(bytes: f32, log: u32) -> bool {
     extra <= bytes * WIDE_MAX_COST
 }
 
-/// How [`IntForms`] code a chunk's integers.
+/// How [`IntForms`] code a chunk's integers with the page's tables.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Plan {
+pub(crate) struct Plan<'a> {
+    /// The tables the choices below were made with, and are coded with.
+    tables: &'a PageTables,
     /// Binned, not byte streams.
     pub(crate) binned: bool,
     /// Every coded stream in [`WIDE_LANES`] lanes.
@@ -938,11 +940,6 @@ pub(crate) struct IntForms {
     low_bits: usize,
 }
 
-/// The sums of two histograms' counts.
-fn add_counts(a: &Histogram, b: &Histogram) -> Histogram {
-    std::array::from_fn(|i| a[i] + b[i])
-}
-
 impl IntForms {
     /// Counts both forms of `values`.
     pub(crate) fn count(values: impl Iterator<Item = u64>, bits: u32) -> Self {
@@ -959,37 +956,24 @@ impl IntForms {
         }
     }
 
-    /// [`count`](Self::count) for integers of `N` byte streams. Even and odd values go
-    /// to separate counters, added up at the end: a stream's high bytes are often the
-    /// same value after value, and a counter incremented every value would wait on its
-    /// own previous store.
-    fn count_streams<const N: usize>(mut values: impl Iterator<Item = u64>, bits: u32) -> Self {
+    /// [`count`](Self::count) for integers of `N` byte streams: a loop of fixed
+    /// length per value.
+    fn count_streams<const N: usize>(values: impl Iterator<Item = u64>, bits: u32) -> Self {
         let lead = bin_lead(bits);
-        let mut streams = [[[0u32; 256]; N]; 2];
-        let mut bins = [[0u32; 256]; 2];
+        let mut streams = [[0u32; 256]; N];
+        let mut bins = [0u32; 256];
         let mut low_bits = 0usize;
-        let mut tally = |half: usize, v: u64| {
-            for (j, counts) in streams[half].iter_mut().enumerate() {
+        for v in values {
+            for (j, counts) in streams.iter_mut().enumerate() {
                 counts[(v >> (8 * j)) as u8 as usize] += 1;
             }
             let (symbol, low) = bin(v, lead);
-            bins[half][usize::from(symbol)] += 1;
+            bins[usize::from(symbol)] += 1;
             low_bits += low as usize;
-        };
-        while let Some(even) = values.next() {
-            tally(0, even);
-            let Some(odd) = values.next() else { break };
-            tally(1, odd);
         }
-        let [streams_even, streams_odd] = streams;
-        let [bins_even, bins_odd] = bins;
         Self {
-            streams: streams_even
-                .iter()
-                .zip(&streams_odd)
-                .map(|(a, b)| add_counts(a, b))
-                .collect(),
-            bins: add_counts(&bins_even, &bins_odd),
+            streams: streams.to_vec(),
+            bins,
             low_bits,
         }
     }
@@ -997,7 +981,7 @@ impl IntForms {
     /// How to code these integers with `tables`: binned (when `may_bin` and that is
     /// smaller by estimate) or as byte streams, and whether in wide lanes (when their
     /// extra states cost little against the whole estimate).
-    pub(crate) fn plan(&self, tables: &PageTables, may_bin: bool) -> Plan {
+    pub(crate) fn plan<'a>(&self, tables: &'a PageTables, may_bin: bool) -> Plan<'a> {
         let mut choices = [Choice::default(); 8];
         for (choice, counts) in choices.iter_mut().zip(&self.streams) {
             *choice = Choice::of(&Present::of(counts), tables);
@@ -1016,6 +1000,7 @@ impl IntForms {
             (streams, self.streams.len())
         };
         Plan {
+            tables,
             binned,
             // Weighed with the largest table's states: the tables are picked later, per
             // stream.
@@ -1026,12 +1011,11 @@ impl IntForms {
     }
 
     /// Appends byte stream `j` of the integers counted (byte j of each), coded as `plan`
-    /// (made by [`plan`](Self::plan) with `tables`) says.
+    /// (made by [`plan`](Self::plan)) says.
     pub(crate) fn encode_stream(
         &self,
         j: usize,
         stream: &[u8],
-        tables: &PageTables,
         plan: &Plan,
         out: &mut Vec<u8>,
     ) -> Result<()> {
@@ -1043,7 +1027,7 @@ impl IntForms {
             stream,
             counts,
             Some(plan.streams[j]),
-            tables,
+            plan.tables,
             Some(plan.wide),
             out,
         )
@@ -1077,14 +1061,12 @@ impl IntForms {
     }
 
     /// Appends the integers counted (`values` again, integers of up to `bits` bits)
-    /// binned, as `plan` (made by [`plan`](Self::plan) with `tables` and bins allowed)
-    /// says: their bin symbols as one coded stream, then every value's low bits, LSB
+    /// binned, as `plan` (made by [`plan`](Self::plan) with bins allowed) says: their bin symbols as one coded stream, then every value's low bits, LSB
     /// first.
     pub(crate) fn encode_binned(
         &self,
         values: impl Iterator<Item = u64> + Clone,
         bits: u32,
-        tables: &PageTables,
         plan: &Plan,
         out: &mut Vec<u8>,
     ) -> Result<()> {
@@ -1094,7 +1076,7 @@ impl IntForms {
             &symbols,
             &self.bins,
             Some(plan.bins),
-            tables,
+            plan.tables,
             Some(plan.wide),
             out,
         )?;
@@ -1515,9 +1497,7 @@ mod tests {
                 assert_eq!(plan.binned, binned_len < streams_len, "{what}");
                 for (j, stream) in streams.iter().enumerate() {
                     let mut cached = Vec::new();
-                    forms
-                        .encode_stream(j, stream, &tables, &plan, &mut cached)
-                        .unwrap();
+                    forms.encode_stream(j, stream, &plan, &mut cached).unwrap();
                     let mut fresh = Vec::new();
                     encode_lanes(stream, &tables, plan.wide, &mut fresh).unwrap();
                     assert_eq!(cached, fresh, "{what}, stream {j}");
