@@ -52,10 +52,12 @@
 //! ```
 
 use super::entropy::{self, KindHistogram, PageTables};
+use super::memo;
 use super::{checked_len, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
 use crate::error::{Error, Result};
 use crate::kernels::bitpack;
 use crate::proto::encodings::{array_encoding, Alp, ArrayEncoding};
+use std::cell::OnceCell;
 
 /// Bytes of a chunk header.
 pub const HEADER_BYTES: usize = 16;
@@ -568,12 +570,13 @@ impl AlpEncoder {
     }
 
     /// Appends `values` of `bits` bits in this encoder's layout: bit-packed, in byte
-    /// streams, or entropy-coded ([`store_coded`](Self::store_coded)). Returns whether
-    /// they were binned.
+    /// streams, or entropy-coded ([`store_coded`](Self::store_coded), with their symbol
+    /// counts kept in `forms`). Returns whether they were binned.
     fn store(
         &self,
         values: &[u64],
         bits: u8,
+        forms: &OnceCell<entropy::IntForms>,
         out: &mut Vec<u8>,
         sink: &mut Sink,
         coded: (usize, bool),
@@ -585,7 +588,7 @@ impl AlpEncoder {
                     out.extend(values.iter().map(|v| (v >> (8 * j)) as u8));
                 }
             }
-            IntLayout::Entropy => return self.store_coded(values, bits, out, sink, coded),
+            IntLayout::Entropy => return self.store_coded(values, bits, forms, out, sink, coded),
         }
         false
     }
@@ -598,13 +601,14 @@ impl AlpEncoder {
         &self,
         values: &[u64],
         bits: u8,
+        forms: &OnceCell<entropy::IntForms>,
         out: &mut Vec<u8>,
         sink: &mut Sink,
         (kind, may_bin): (usize, bool),
     ) -> bool {
         const FITS: &str = "a chunk of at most 65536 values makes streams the coder takes";
         let bits = u32::from(bits);
-        let forms = entropy::IntForms::count(values.iter().copied(), bits);
+        let forms = forms.get_or_init(|| entropy::IntForms::count(values.iter().copied(), bits));
         if let Sink::Count(histograms) = sink {
             forms.chosen_histograms(kind, may_bin.then_some(BIN_KIND), histograms);
             return false;
@@ -764,14 +768,95 @@ impl AlpEncoder {
         sink: &mut Sink,
     ) -> Result<ChunkStorage> {
         self.shape.check_chunk(values)?;
-        let float = self.float;
-        let width = float.width;
-        let n = values.len() / width;
+        let n = values.len() / self.float.width;
         if n > MAX_VALUES {
             return Err(Error::invalid(format!(
                 "an alp chunk holds at most {MAX_VALUES} values, got {n}"
             )));
         }
+        // The byte-stream layouts analyse a chunk alike; bit-packing differs (outliers).
+        let kind = u8::from(self.layout == IntLayout::Packed) | (self.float.width as u8) << 1;
+        let analysis = memo::analysis(kind, values, || self.analyse(values, n));
+        let Some(a) = analysis.as_ref() else {
+            write_plain(values, out);
+            return Ok(ChunkStorage::Raw);
+        };
+        let mut flags = 0;
+        if a.scale.binary {
+            flags |= FLAG_BINARY;
+        }
+        let delta = a.coding != IntCoding::Frame;
+        if delta {
+            flags |= FLAG_DELTA;
+        }
+        match self.layout {
+            IntLayout::Packed => {}
+            IntLayout::Streams => flags |= FLAG_SPLIT,
+            IntLayout::Entropy => flags |= FLAG_SPLIT | FLAG_ENTROPY,
+        }
+        if a.corrected {
+            flags |= FLAG_CORRECTED;
+        }
+        if let IntCoding::Zigzag { order2 } = a.coding {
+            flags |= FLAG_ZIGZAG;
+            if order2 {
+                flags |= FLAG_ORDER2;
+            }
+        }
+        out.reserve(a.size);
+        let start = out.len();
+        out.extend_from_slice(&[a.scale.e, a.scale.f, a.bits, flags]);
+        if self.layout == IntLayout::Entropy {
+            write_varint(a.positions.len() as u64, out);
+            write_varint(zigzag(a.reference), out);
+            if delta {
+                write_varint(zigzag(a.first), out);
+            }
+        } else {
+            out.extend_from_slice(&(a.positions.len() as u32).to_le_bytes());
+            out.extend_from_slice(&a.reference.to_le_bytes());
+            if delta {
+                out.extend_from_slice(&a.first.to_le_bytes());
+            }
+        }
+        if a.corrected {
+            out.push(a.correction_bits);
+        }
+        if self.store(&a.stored, a.bits, &a.forms[0], out, sink, (0, true)) {
+            out[start + 2] |= BINNED;
+        }
+        if a.corrected {
+            self.store(
+                &a.corrections,
+                a.correction_bits,
+                &a.forms[1],
+                out,
+                sink,
+                (8, false),
+            );
+        }
+        for &p in &a.positions {
+            out.extend_from_slice(&p.to_le_bytes());
+        }
+        let width = self.float.width;
+        for &p in &a.positions {
+            let p = usize::from(p);
+            out.extend_from_slice(&values[p * width..(p + 1) * width]);
+        }
+        // Entropy-coded streams were estimated, not measured: a chunk they did not
+        // shrink is written plain after all.
+        if self.layout == IntLayout::Entropy && out.len() - start >= HEADER_BYTES + values.len() {
+            out.truncate(start);
+            write_plain(values, out);
+        }
+        Ok(ChunkStorage::Raw)
+    }
+
+    /// What a chunk of `n` values becomes in this encoder's layout before it is stored;
+    /// `None` when it is stored plain.
+    fn analyse(&self, values: &[u8], n: usize) -> Option<Analysis> {
+        let float = self.float;
+        let width = float.width;
         let (scale, _, _) = self.choose_scale(values, n);
         // Every value's integer and correction; near hits (small corrections) are kept
         // either as corrections or as exceptions, whichever is smaller.
@@ -906,76 +991,50 @@ impl AlpEncoder {
             + int_bytes
             + correction_bytes
             + positions.len() * (2 + width);
-        if size >= HEADER_BYTES + values.len() {
-            out.extend_from_slice(&[0, 0, 0, FLAG_PLAIN]);
-            out.extend_from_slice(&[0; HEADER_BYTES - 4]);
-            out.extend_from_slice(values);
-            return Ok(ChunkStorage::Raw);
-        }
-        let mut flags = 0;
-        if scale.binary {
-            flags |= FLAG_BINARY;
-        }
-        if delta {
-            flags |= FLAG_DELTA;
-        }
-        match self.layout {
-            IntLayout::Packed => {}
-            IntLayout::Streams => flags |= FLAG_SPLIT,
-            IntLayout::Entropy => flags |= FLAG_SPLIT | FLAG_ENTROPY,
-        }
-        if corrected {
-            flags |= FLAG_CORRECTED;
-        }
-        if let IntCoding::Zigzag { order2 } = coding {
-            flags |= FLAG_ZIGZAG;
-            if order2 {
-                flags |= FLAG_ORDER2;
-            }
-        }
-        out.reserve(size);
-        let start = out.len();
-        out.extend_from_slice(&[scale.e, scale.f, bits, flags]);
-        let first = ints.first().copied().unwrap_or(0);
-        if self.layout == IntLayout::Entropy {
-            write_varint(positions.len() as u64, out);
-            write_varint(zigzag(reference), out);
-            if delta {
-                write_varint(zigzag(first), out);
-            }
-        } else {
-            out.extend_from_slice(&(positions.len() as u32).to_le_bytes());
-            out.extend_from_slice(&reference.to_le_bytes());
-            if delta {
-                out.extend_from_slice(&first.to_le_bytes());
-            }
-        }
-        if corrected {
-            out.push(correction_bits);
-        }
-        if self.store(&stored, bits, out, sink, (0, true)) {
-            out[start + 2] |= BINNED;
-        }
-        if corrected {
-            self.store(&corrections, correction_bits, out, sink, (8, false));
-        }
-        for &p in &positions {
-            out.extend_from_slice(&p.to_le_bytes());
-        }
-        for &p in &positions {
-            let p = usize::from(p);
-            out.extend_from_slice(&values[p * width..(p + 1) * width]);
-        }
-        // Entropy-coded streams were estimated, not measured: a chunk they did not
-        // shrink is written plain after all.
-        if self.layout == IntLayout::Entropy && out.len() - start >= HEADER_BYTES + values.len() {
-            out.truncate(start);
-            out.extend_from_slice(&[0, 0, 0, FLAG_PLAIN]);
-            out.extend_from_slice(&[0; HEADER_BYTES - 4]);
-            out.extend_from_slice(values);
-        }
-        Ok(ChunkStorage::Raw)
+        (size < HEADER_BYTES + values.len()).then(|| Analysis {
+            scale,
+            coding,
+            corrected,
+            correction_bits,
+            bits,
+            reference,
+            first: ints.first().copied().unwrap_or(0),
+            stored,
+            corrections,
+            positions,
+            size,
+            forms: Default::default(),
+        })
     }
+}
+
+/// A chunk as [`AlpEncoder::analyse`] leaves it for storing.
+struct Analysis {
+    scale: Scale,
+    coding: IntCoding,
+    corrected: bool,
+    correction_bits: u8,
+    /// Bits of the stored integers.
+    bits: u8,
+    reference: i64,
+    first: i64,
+    stored: Vec<u64>,
+    /// Zigzag coded, one per value when `corrected`.
+    corrections: Vec<u64>,
+    /// Of the exceptions.
+    positions: Vec<u16>,
+    /// Estimated bytes of the chunk.
+    size: usize,
+    /// Entropy-coded: the symbol counts of the stored integers and of the corrections,
+    /// once counted.
+    forms: [OnceCell<entropy::IntForms>; 2],
+}
+
+/// A chunk stored plain: the plain flag, then the values as they are.
+fn write_plain(values: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&[0, 0, 0, FLAG_PLAIN]);
+    out.extend_from_slice(&[0; HEADER_BYTES - 4]);
+    out.extend_from_slice(values);
 }
 
 /// Decodes ALP chunks.
@@ -1531,6 +1590,10 @@ mod tests {
     }
 
     fn encode(encoder: &AlpEncoder, values: &[u8]) -> Vec<u8> {
+        encode_dyn(encoder, values)
+    }
+
+    fn encode_dyn(encoder: &dyn MiniBlockCompressor, values: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         encoder
             .compress_chunk(values, &mut out, &mut Vec::new())
@@ -1772,6 +1835,76 @@ mod tests {
         let none = PageTables::default();
         assert!(entropy::decode_binned(&[0, 255], &mut [0], 8, &none, |_| {}).is_err());
         assert!(entropy::decode_binned(&[0, 200], &mut [0], 64, &none, |_| {}).is_err());
+    }
+
+    #[test]
+    fn chunks_encode_alike_with_and_without_the_memo() {
+        // Decimals with a few outliers and NaNs, so that every layout has exceptions,
+        // corrections or both; chunks of 256.
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let values: Vec<f64> = (0..2000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                match x % 97 {
+                    0 => f64::NAN,
+                    1 => 1e300,
+                    _ => (x % 20_000) as f64 / 100.0 + f64::from(i % 7) * 0.1,
+                }
+            })
+            .collect();
+        let bytes = bytes64(&values);
+        let layouts = [IntLayout::Packed, IntLayout::Streams, IntLayout::Entropy];
+        let encoders: Vec<AlpEncoder> = layouts
+            .iter()
+            .map(|&l| {
+                AlpEncoder::try_new(64)
+                    .unwrap()
+                    .with_chunk_values(256)
+                    .unwrap()
+                    .with_layout(l)
+            })
+            .collect();
+        let page_of = |e: &AlpEncoder| e.for_page(&bytes).unwrap();
+        let encode_all = |e: &dyn MiniBlockCompressor| -> Vec<Vec<u8>> {
+            bytes.chunks(256 * 8).map(|c| encode_dyn(e, c)).collect()
+        };
+        let alone: Vec<Vec<Vec<u8>>> = encoders
+            .iter()
+            .map(|e| encode_all(e))
+            .chain(page_of(&encoders[2]).iter().map(|p| encode_all(p.as_ref())))
+            .collect();
+        assert_eq!(
+            alone.len(),
+            4,
+            "the entropy layout learns tables from the page"
+        );
+        // Within a scope, every layout after the first finds the chunks analysed (the
+        // byte-stream layouts share their analyses), the page's tables too.
+        let hits = memo::hits();
+        let memo: Vec<Vec<Vec<u8>>> = memo::scoped(|| {
+            encoders
+                .iter()
+                .map(|e| encode_all(e))
+                .chain(page_of(&encoders[2]).iter().map(|p| encode_all(p.as_ref())))
+                .collect()
+        });
+        assert_eq!(memo, alone);
+        // 8 chunks, analysed four times in byte streams (for the page's tables, which
+        // sample every chunk, then the streams, entropy and tables layouts): three hits
+        // each.
+        assert_eq!(memo::hits() - hits, 8 * 3);
+        // (Chunks coded with the page's tables decode only with them: the page tests.)
+        for (chunks, layout) in alone.iter().zip(["packed", "streams", "entropy"]) {
+            for (chunk, values) in chunks.iter().zip(bytes.chunks(256 * 8)) {
+                assert_eq!(
+                    decode(8, chunk, values.len() / 8).unwrap(),
+                    values,
+                    "{layout}"
+                );
+            }
+        }
     }
 
     #[test]

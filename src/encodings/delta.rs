@@ -83,9 +83,13 @@
 //!
 //! (`tests::packed_worked_example`).
 
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use arrow_buffer::MutableBuffer;
 
 use super::entropy::{self, KindHistogram, PageTables};
+use super::memo;
 use super::{
     append_zeroed, check_output, checked_len, width_from_bits, ChunkShape, ChunkStorage,
     MiniBlockCompressor, MiniBlockDecompressor,
@@ -419,15 +423,38 @@ impl DeltaEncoder {
         }
     }
 
-    /// The order of a chunk and its zigzag residuals, value after value, into `scratch`.
-    fn residuals_of(&self, values: &[u8], scratch: &mut Vec<u8>) -> u8 {
+    /// The order of a chunk and its zigzag residuals, kept in the page's memo: every
+    /// delta encoding (and `auto`'s trials of them) derives them alike.
+    fn analysis(&self, values: &[u8]) -> Rc<Analysis> {
         let width = self.shape.width;
-        let [first, second] = by_width!(width, order_costs(values));
-        let order = if second < first { 2 } else { 1 };
-        scratch.clear();
-        scratch.resize(values.len(), 0);
-        by_width!(width, residuals(values, order, scratch));
-        order
+        memo::analysis(width as u8, values, || {
+            let [first, second] = by_width!(width, order_costs(values));
+            let order = if second < first { 2 } else { 1 };
+            let mut out = vec![0; values.len()];
+            by_width!(width, residuals(values, order, &mut out));
+            Analysis {
+                order,
+                residuals: out,
+                forms: OnceCell::new(),
+            }
+        })
+    }
+}
+
+/// A chunk's order and zigzag residuals (`W` bytes each, value after value).
+struct Analysis {
+    order: u8,
+    residuals: Vec<u8>,
+    /// Their symbol counts, once counted for entropy coding.
+    forms: OnceCell<entropy::IntForms>,
+}
+
+impl Analysis {
+    fn forms(&self, width: usize) -> &entropy::IntForms {
+        self.forms.get_or_init(|| {
+            let words = self.residuals.chunks_exact(width).map(read_le);
+            entropy::IntForms::count(words, 8 * width as u32)
+        })
     }
 }
 
@@ -459,14 +486,15 @@ impl MiniBlockCompressor for DeltaEncoder {
     ) -> Result<ChunkStorage> {
         self.shape.check_chunk(values)?;
         let width = self.shape.width;
-        let order = self.residuals_of(values, scratch);
+        let a = self.analysis(values);
+        let (order, residuals) = (a.order, &a.residuals[..]);
         let start = out.len();
         if self.packed {
             out.push(order | PACKED_BIT);
             let first = usize::from(order).min(values.len() / width);
-            out.extend_from_slice(&scratch[..first * width]);
+            out.extend_from_slice(&residuals[..first * width]);
             let m = mask(8 * width as u32);
-            let differences: Vec<u64> = scratch[first * width..]
+            let differences: Vec<u64> = residuals[first * width..]
                 .chunks_exact(width)
                 .map(|r| unzigzag(read_le(r)) & m)
                 .collect();
@@ -477,17 +505,17 @@ impl MiniBlockCompressor for DeltaEncoder {
             // Byte streams or bins, whichever the estimates say is smaller: only it is
             // coded.
             let bits = 8 * width as u32;
-            let words = scratch.chunks_exact(width).map(read_le);
-            let forms = entropy::IntForms::count(words.clone(), bits);
+            let words = residuals.chunks_exact(width).map(read_le);
+            let forms = a.forms(width);
             let plan = forms.plan(&self.tables, true);
             if plan.binned {
                 out.push(order | ENTROPY_BIT | BINNED_BIT);
                 forms.encode_binned(words, bits, &plan, out)?;
             } else {
                 out.push(order | ENTROPY_BIT);
-                let mut split = Vec::with_capacity(values.len());
-                kernels::split_append(scratch, &mut split, width);
-                for (j, stream) in split
+                scratch.clear();
+                kernels::split_append(residuals, scratch, width);
+                for (j, stream) in scratch
                     .chunks_exact((values.len() / width).max(1))
                     .enumerate()
                 {
@@ -500,7 +528,7 @@ impl MiniBlockCompressor for DeltaEncoder {
             out.truncate(start);
         }
         out.push(order);
-        kernels::split_append(scratch, out, width);
+        kernels::split_append(residuals, out, width);
         Ok(ChunkStorage::Raw)
     }
 
@@ -514,10 +542,9 @@ impl MiniBlockCompressor for DeltaEncoder {
         let (sample, scale) =
             super::sample_chunks(values, width, self.shape.chunk_values, TABLE_SAMPLE_CHUNKS)?;
         let mut streams: Vec<KindHistogram> = Vec::new();
-        let mut scratch = Vec::new();
         for chunk in sample {
-            self.residuals_of(chunk, &mut scratch);
-            entropy::IntForms::count(scratch.chunks_exact(width).map(read_le), 8 * width as u32)
+            self.analysis(chunk)
+                .forms(width)
                 .chosen_histograms(0, Some(BINNED_KIND), &mut streams);
         }
         let tables = PageTables::from_streams(&streams, scale);

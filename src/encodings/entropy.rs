@@ -69,6 +69,8 @@
 //!              symbols shed
 //! ```
 
+use std::cell::OnceCell;
+
 use crate::error::{Error, Result};
 use crate::kernels;
 
@@ -128,6 +130,11 @@ struct Choice {
 
 impl Choice {
     fn of(present: &Present, tables: &PageTables) -> Self {
+        Self::with_own(present, tables, || own_estimate(present))
+    }
+
+    /// [`of`](Self::of), with the estimate of a table of its own from `own`.
+    fn with_own(present: &Present, tables: &PageTables, own: impl FnOnce() -> f32) -> Self {
         if present.len() <= 1 {
             return Self {
                 k: present.len(),
@@ -141,7 +148,7 @@ impl Choice {
                 .enumerate()
                 .map(|(t, coder)| (t, 4.0 + coder.estimate(present)))
                 .min_by(|a, b| a.1.total_cmp(&b.1)),
-            own: own_estimate(present),
+            own: own(),
             k: present.len(),
         }
     }
@@ -938,6 +945,10 @@ pub(crate) struct IntForms {
     streams: Vec<Histogram>,
     bins: Histogram,
     low_bits: usize,
+    /// The estimates with tables of their own of each byte stream and of the bins, once
+    /// made: a chunk's integers may be planned with several sets of page tables (`auto`'s
+    /// trials, then the page's), and these do not depend on them.
+    own: [OnceCell<f32>; 9],
 }
 
 impl IntForms {
@@ -975,6 +986,7 @@ impl IntForms {
             streams: streams.to_vec(),
             bins,
             low_bits,
+            own: Default::default(),
         }
     }
 
@@ -983,12 +995,18 @@ impl IntForms {
     /// extra states cost little against the whole estimate).
     pub(crate) fn plan<'a>(&self, tables: &'a PageTables, may_bin: bool) -> Plan<'a> {
         let mut choices = [Choice::default(); 8];
-        for (choice, counts) in choices.iter_mut().zip(&self.streams) {
-            *choice = Choice::of(&Present::of(counts), tables);
+        let choice = |counts: &Histogram, own: &OnceCell<f32>| {
+            let present = Present::of(counts);
+            Choice::with_own(&present, tables, || {
+                *own.get_or_init(|| own_estimate(&present))
+            })
+        };
+        for ((choice_j, counts), own) in choices.iter_mut().zip(&self.streams).zip(&self.own) {
+            *choice_j = choice(counts, own);
         }
         let streams: f32 = choices[..self.streams.len()].iter().map(Choice::len).sum();
         let bins = if may_bin {
-            Choice::of(&Present::of(&self.bins), tables)
+            choice(&self.bins, &self.own[8])
         } else {
             Choice::default()
         };
@@ -1042,7 +1060,7 @@ impl IntForms {
     /// only when `bin_kind` is given), so that a page's tables are built for the forms
     /// its chunks take: stream j as kind `stream_kind + j`, bins as `bin_kind`.
     pub(crate) fn chosen_histograms(
-        self,
+        &self,
         stream_kind: usize,
         bin_kind: Option<usize>,
         out: &mut Vec<KindHistogram>,
@@ -1053,9 +1071,9 @@ impl IntForms {
             }
             _ => out.extend(
                 self.streams
-                    .into_iter()
+                    .iter()
                     .enumerate()
-                    .map(|(j, counts)| (stream_kind + j, counts)),
+                    .map(|(j, counts)| (stream_kind + j, *counts)),
             ),
         }
     }

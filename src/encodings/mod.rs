@@ -35,6 +35,7 @@ mod dictionary;
 pub mod entropy;
 mod flat;
 pub(crate) mod general;
+pub(crate) mod memo;
 mod repeats;
 
 use std::fmt;

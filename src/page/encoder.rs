@@ -5,6 +5,7 @@ use arrow_buffer::NullBuffer;
 
 use super::{value_width, ChunkMeta, EncodedPage};
 use crate::encodings::auto::TrialChunk;
+use crate::encodings::memo;
 use crate::encodings::{
     AutoChooser, ChunkPlan, ChunkStorage, EncoderOptions, MiniBlockCompressor, Strategy,
 };
@@ -157,7 +158,42 @@ impl PageEncoder {
             }
             None => values,
         };
-        let (compressor, encoded_chunks) = self.pick(values)?;
+        // Auto's trials, the page's tables and the final encoding analyse many chunks
+        // alike: within the memo's scope each is analysed once. A fixed encoding that
+        // learns nothing from the page analyses each chunk once anyway: it encodes
+        // outside, where no analysis is kept.
+        let picked = memo::scoped(|| {
+            let (compressor, encoded_chunks) = self.pick(values)?;
+            if matches!(
+                (&self.mode, &compressor),
+                (Mode::Fixed(_), PageCompressor::Shared(_))
+            ) {
+                return Ok(Err(compressor));
+            }
+            // The last pass: its new analyses would not be reused.
+            memo::stop_keeping();
+            self.encode_chunks(values, num_values, nulls, &compressor, encoded_chunks)
+                .map(Ok)
+        })?;
+        match picked {
+            Ok(page) => Ok(page),
+            Err(compressor) => {
+                self.encode_chunks(values, num_values, nulls, &compressor, Vec::new())
+            }
+        }
+    }
+
+    /// Encodes the chunks of a page of `values` (with the values under nulls zeroed) with
+    /// `compressor`, copying those a trial already encoded with it.
+    fn encode_chunks(
+        &self,
+        values: &[u8],
+        num_values: usize,
+        nulls: Option<&NullBuffer>,
+        compressor: &PageCompressor,
+        encoded_chunks: Vec<TrialChunk>,
+    ) -> Result<EncodedPage> {
+        let width = self.value_width();
         let compressor = compressor.get();
         let mut encoded_chunks = encoded_chunks.into_iter().peekable();
         let plan = ChunkPlan::new(num_values, compressor.chunk_values())?;
