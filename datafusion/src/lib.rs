@@ -5,8 +5,9 @@
 //!   their statistics, inexact) and limit pushdown; partitions across files and pages.
 //! - [`MiniblockScanExec`]: its scan, which reads each batch's chunks in one ranged
 //!   request and counts requests and bytes in its metrics.
-//! - [`MiniblockCodec`]: a `datafusion-proto` extension codec for the scan, so that a
-//!   physical plan with it serializes (what Ballista ships to executors).
+//! - [`MiniblockCodec`]: `datafusion-proto` extension codecs for the scan and the table,
+//!   so that plans with them serialize (what Ballista ships to its scheduler and
+//!   executors), wrapping the codecs of the engine for its own nodes.
 //! - [`enable_url_table`]: SQL names files by path, `FROM 'data/*.mb'`.
 //!
 //! ```

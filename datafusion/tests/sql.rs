@@ -267,13 +267,14 @@ async fn plans_travel_through_datafusion_proto() {
         .await
         .unwrap();
     let bytes =
-        physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &MiniblockCodec).unwrap();
+        physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &MiniblockCodec::default())
+            .unwrap();
     // An executor: a fresh session, no table registered, the files opened anew.
     let executor = context(3);
     let back = physical_plan_from_bytes_with_extension_codec(
         &bytes,
         &executor.task_ctx(),
-        &MiniblockCodec,
+        &MiniblockCodec::default(),
     )
     .unwrap();
     assert_eq!(
@@ -297,7 +298,7 @@ async fn plans_travel_through_datafusion_proto() {
         let _ = physical_plan_from_bytes_with_extension_codec(
             &bytes[..cut],
             &executor.task_ctx(),
-            &MiniblockCodec,
+            &MiniblockCodec::default(),
         );
     }
 }
@@ -313,14 +314,17 @@ async fn logical_plans_carry_the_table() {
     ctx.register_table("t", Arc::new(table)).unwrap();
     let sql = "SELECT series, min(value), count(*) FROM t WHERE value > 20 GROUP BY series ORDER BY series";
     let frame = ctx.sql(sql).await.unwrap();
-    let bytes =
-        logical_plan_to_bytes_with_extension_codec(frame.logical_plan(), &MiniblockCodec).unwrap();
+    let bytes = logical_plan_to_bytes_with_extension_codec(
+        frame.logical_plan(),
+        &MiniblockCodec::default(),
+    )
+    .unwrap();
     // A scheduler: a fresh session; the table's files are opened by its first scan.
     let scheduler = context(2);
     let plan = logical_plan_from_bytes_with_extension_codec(
         &bytes,
         &scheduler.task_ctx(),
-        &MiniblockCodec,
+        &MiniblockCodec::default(),
     )
     .unwrap();
     let got = scheduler
@@ -346,7 +350,7 @@ async fn logical_plans_carry_the_table() {
     let plan = logical_plan_from_bytes_with_extension_codec(
         &bytes,
         &context(2).task_ctx(),
-        &MiniblockCodec,
+        &MiniblockCodec::default(),
     )
     .unwrap();
     let err = context(2)
