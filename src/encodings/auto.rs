@@ -40,7 +40,10 @@
 //!   sorted key, keeps the fastest). `min_gain = 0` picks the smallest;
 //!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
-//!   encoder, not encoded twice;
+//!   encoder, not encoded twice; and what candidates derive from a chunk before storing
+//!   it (ALP's scale, integers and exceptions, shared by `alp+zstd` and `alp+ans`;
+//!   delta's residuals; their symbol counts) is derived once per chunk for every trial,
+//!   the page's tables and the final encoding (the page encoder's memo);
 //! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
 //!   tables from it, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
 //!   chunk with tables of its own); when that is within 1.3x of the best estimate it is
