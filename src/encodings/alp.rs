@@ -1844,9 +1844,7 @@ mod tests {
         let mut x = 0x9E37_79B9_7F4A_7C15_u64;
         let values: Vec<f64> = (0..2000)
             .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = crate::encodings::xorshift(&mut x);
                 match x % 97 {
                     0 => f64::NAN,
                     1 => 1e300,

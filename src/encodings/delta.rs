@@ -950,9 +950,7 @@ mod tests {
         let mut x = 0x2545_F491_4F6C_DD1D_u64;
         let residuals: Vec<u64> = (0..300)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = crate::encodings::xorshift(&mut x);
                 x >> (x % 64)
             })
             .collect();

@@ -1454,6 +1454,7 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encodings::xorshift;
 
     fn round_trip(stream: &[u8]) -> Vec<u8> {
         let mut coded = vec![0xAB];
@@ -1464,13 +1465,6 @@ mod tests {
         assert_eq!(used, coded.len() - 2, "{} bytes", stream.len());
         assert_eq!(back, stream);
         coded[1..coded.len() - 1].to_vec()
-    }
-
-    fn xorshift(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
     }
 
     /// `IntForms` counts once and estimates once: its plan must weigh exactly the byte

@@ -1057,6 +1057,15 @@ fn decompressor_within(
     }
 }
 
+/// One xorshift64 step: the tests' pseudo-random numbers.
+#[cfg(test)]
+pub(crate) fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
