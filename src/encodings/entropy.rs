@@ -406,7 +406,8 @@ struct Coder {
     /// Each symbol's step, in one 8-byte load.
     steps: [SymbolStep; 256],
     states: Vec<u16>,
-    /// Bits per occurrence, `log - log2(count)`; infinite for symbols the table lacks.
+    /// Bits per occurrence, `log - log2(count)`; [`MISSING`] for symbols the table lacks
+    /// (finite, so that an absent symbol's count of 0 weighs 0 in an estimate).
     cost: [f32; 256],
 }
 
@@ -451,7 +452,7 @@ impl Coder {
             first,
             steps,
             states,
-            cost: [f32::INFINITY; 256],
+            cost: [MISSING; 256],
         }
     }
 
@@ -467,10 +468,10 @@ impl Coder {
     /// information content plus the lanes' final states; infinite when a symbol is
     /// missing from the table.
     fn estimate(&self, present: &Present) -> f32 {
-        let bits: f32 = present
-            .iter()
-            .map(|&(s, c)| c as f32 * self.cost[usize::from(s)])
-            .sum();
+        let bits = present.sum(|s, c| c as f32 * self.cost[s]);
+        if bits >= MISSING {
+            return f32::INFINITY;
+        }
         (bits + (LANES as u32 * self.log) as f32) / 8.0
     }
 
@@ -529,6 +530,11 @@ impl Coder {
         true
     }
 }
+
+/// The cost of a symbol a table lacks: more bits than any stream of symbols it has
+/// takes (at most [`MAX_STREAM`] symbols of at most [`MAX_TABLE_LOG`] bits), so that an
+/// estimate of at least this is one the table cannot code.
+const MISSING: f32 = (1 << 24) as f32;
 
 /// The decoding side of a table.
 #[derive(Debug, Clone)]
@@ -795,30 +801,61 @@ impl PageTables {
     }
 }
 
-/// The symbols a histogram holds and their counts, in symbol order: what estimates
-/// iterate, where most streams hold a few of the 256.
-struct Present {
-    items: [(u8, u32); 256],
+/// A histogram and what estimates need of it: how many symbols it holds and, when they
+/// are few, which (in symbol order) with their counts, so that estimates iterate those
+/// alone. Above [`SPARSE_MAX`] symbols estimates go over all 256 counts instead, in
+/// independent lanes that vectorise, rather than one sum that waits on each addition.
+struct Present<'a> {
+    counts: &'a Histogram,
+    items: [(u8, u32); SPARSE_MAX],
     len: usize,
 }
 
-impl Present {
-    fn of(counts: &Histogram) -> Self {
-        let mut items = [(0u8, 0u32); 256];
-        let mut len = 0;
-        for (s, &c) in counts.iter().enumerate() {
-            items[len] = (s as u8, c);
-            len += usize::from(c > 0);
+/// Most symbols a [`Present`] lists.
+const SPARSE_MAX: usize = 32;
+
+/// Lanes of the estimates over all 256 counts.
+const EST_LANES: usize = 8;
+
+impl<'a> Present<'a> {
+    fn of(counts: &'a Histogram) -> Self {
+        let len = counts.iter().filter(|&&c| c > 0).count();
+        let mut items = [(0u8, 0u32); SPARSE_MAX];
+        if len <= SPARSE_MAX {
+            let mut at = 0;
+            for (s, &c) in counts.iter().enumerate() {
+                if c > 0 {
+                    items[at] = (s as u8, c);
+                    at += 1;
+                }
+            }
         }
-        Self { items, len }
+        Self { counts, items, len }
     }
 
-    fn iter(&self) -> std::slice::Iter<'_, (u8, u32)> {
-        self.items[..self.len].iter()
+    /// The symbols present, when they are at most [`SPARSE_MAX`].
+    fn sparse(&self) -> Option<&[(u8, u32)]> {
+        (self.len <= SPARSE_MAX).then(|| &self.items[..self.len])
     }
 
     fn len(&self) -> usize {
         self.len
+    }
+
+    /// The sum over the symbols of `term(symbol, count)`; `term` must give 0 (not NaN)
+    /// for absent symbols, whose count is 0.
+    #[inline]
+    fn sum(&self, term: impl Fn(usize, u32) -> f32) -> f32 {
+        if let Some(items) = self.sparse() {
+            return items.iter().map(|&(s, c)| term(usize::from(s), c)).sum();
+        }
+        let mut lanes = [0f32; EST_LANES];
+        for (at, counts) in self.counts.chunks_exact(EST_LANES).enumerate() {
+            for (l, (lane, &c)) in lanes.iter_mut().zip(counts).enumerate() {
+                *lane += term(at * EST_LANES + l, c);
+            }
+        }
+        lanes.iter().sum()
     }
 }
 
@@ -834,34 +871,54 @@ fn own_estimate(present: &Present) -> f32 {
 /// stream of these counts: what a table of its own codes it in, near enough to choose.
 fn information(present: &Present) -> (usize, usize, f32) {
     let log2 = Log2::table();
-    let (k, mut n, mut sum) = (present.len(), 0usize, 0f32);
-    for &(_, c) in present.iter() {
-        n += c as usize;
-        sum += c as f32 * log2.of(c);
-    }
+    let n: usize = present.counts.iter().map(|&c| c as usize).sum();
+    let sum = present.sum(|_, c| log2.times(c));
     // sum c * log2(n / c) = n log2 n - sum c log2 c
     let bits = n as f32 * log2.of(n as u32) - sum;
-    (k, n, bits.max(0.0))
+    (present.len(), n, bits.max(0.0))
 }
 
-/// `log2(x)` of the counts of a chunk's stream, from a table below 4096, else computed;
-/// taken once per estimate, so that its lazy initialisation is checked once, not per
-/// symbol.
-struct Log2(&'static [f32]);
+/// `log2(x)` and `x * log2(x)` of the counts of a chunk's stream, from tables below
+/// [`LOG2_TABLE`], else computed; taken once per estimate, so that its lazy
+/// initialisation is checked once, not per symbol.
+struct Log2(&'static Log2Tables);
+
+/// Counts below this have their logarithms in a table.
+const LOG2_TABLE: usize = 4096;
+
+struct Log2Tables {
+    log2: [f32; LOG2_TABLE],
+    /// `x * log2(x)`, the term of a count in a stream's information content (0 for 0).
+    times: [f32; LOG2_TABLE],
+}
 
 impl Log2 {
     fn table() -> Self {
-        static TABLE: std::sync::LazyLock<Vec<f32>> =
-            std::sync::LazyLock::new(|| (0..4096u32).map(|x| (x.max(1) as f32).log2()).collect());
-        Self(&TABLE)
+        static TABLES: std::sync::LazyLock<Box<Log2Tables>> = std::sync::LazyLock::new(|| {
+            let log2 = std::array::from_fn(|x| (x.max(1) as f32).log2());
+            let times = std::array::from_fn(|x| x as f32 * log2[x]);
+            Box::new(Log2Tables { log2, times })
+        });
+        Self(&TABLES)
     }
 
     #[inline]
     fn of(&self, x: u32) -> f32 {
         self.0
+            .log2
             .get(x as usize)
             .copied()
             .unwrap_or_else(|| (x as f32).log2())
+    }
+
+    /// `x * log2(x)`, as `x as f32 * self.of(x)`.
+    #[inline]
+    fn times(&self, x: u32) -> f32 {
+        self.0
+            .times
+            .get(x as usize)
+            .copied()
+            .unwrap_or_else(|| x as f32 * (x as f32).log2())
     }
 }
 
@@ -1685,6 +1742,57 @@ mod tests {
                 let mut bad = bytes.clone();
                 bad[at] = byte;
                 let _ = PageTables::parse(&bad);
+            }
+        }
+    }
+
+    /// Estimates over few symbols (listed) and many (all 256 counts, in lanes) agree
+    /// with a direct sum in f64, and a table missing a present symbol cannot code it.
+    #[test]
+    fn estimates_agree_with_a_direct_sum() {
+        let mut seed = 7u64;
+        for k in [2usize, 5, SPARSE_MAX, SPARSE_MAX + 1, 100, 256] {
+            let mut counts = [0u32; 256];
+            for s in 0..k {
+                // Symbols spread over the byte range, counts from 1 to 5000 (some above
+                // the log2 tables).
+                counts[(s * 255 / (k - 1).max(1)) % 256] = 1 + (xorshift(&mut seed) % 5000) as u32;
+            }
+            let present = Present::of(&counts);
+            assert_eq!(present.len(), k);
+            let n: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+            let direct: f64 = counts
+                .iter()
+                .filter(|&&c| c > 0)
+                .map(|&c| f64::from(c) * (n / f64::from(c)).log2())
+                .sum();
+            let (k2, n2, bits) = information(&present);
+            assert_eq!((k2, n2), (k, n as usize));
+            assert!(
+                (f64::from(bits) - direct).abs() <= 1e-4 * direct + 1.0,
+                "{bits} {direct}"
+            );
+            let log = table_log(n as usize, k).max(MIN_TABLE_LOG);
+            let norm = normalize(&counts, n as usize, log);
+            let coder = Coder::new(norm.clone(), log).with_costs();
+            let direct: f64 = norm
+                .iter()
+                .map(|&(s, c)| {
+                    f64::from(counts[usize::from(s)]) * (f64::from(log) - f64::from(c).log2())
+                })
+                .sum::<f64>()
+                + f64::from(LANES as u32 * log);
+            let estimate = f64::from(coder.estimate(&present));
+            assert!(
+                (estimate - direct / 8.0).abs() <= 1e-4 * direct,
+                "{estimate} {direct}"
+            );
+            // A stream with one symbol the table lacks.
+            let mut more = counts;
+            let absent = (0..256).find(|&s| counts[s] == 0);
+            if let Some(s) = absent {
+                more[s] = 1;
+                assert_eq!(coder.estimate(&Present::of(&more)), f32::INFINITY);
             }
         }
     }
