@@ -616,7 +616,7 @@ impl AlpEncoder {
         let plan = forms.plan(&self.tables, may_bin);
         if plan.binned {
             forms
-                .encode_binned(values.iter().copied(), bits, &plan, out)
+                .encode_binned(values.iter().copied(), &plan, out)
                 .expect(FITS);
             return true;
         }

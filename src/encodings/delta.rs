@@ -517,13 +517,12 @@ impl MiniBlockCompressor for DeltaEncoder {
         if self.entropy_coded {
             // Byte streams or bins, whichever the estimates say is smaller: only it is
             // coded.
-            let bits = 8 * width as u32;
             let words = residuals.chunks_exact(width).map(read_le);
             let forms = a.forms(width);
             let plan = forms.plan(&self.tables, true);
             if plan.binned {
                 out.push(order | ENTROPY_BIT | BINNED_BIT);
-                forms.encode_binned(words, bits, &plan, out)?;
+                forms.encode_binned(words, &plan, out)?;
             } else {
                 out.push(order | ENTROPY_BIT);
                 scratch.clear();

@@ -1001,6 +1001,10 @@ static BINS: std::sync::LazyLock<[[Bin; 256]; 2]> = std::sync::LazyLock::new(|| 
 pub(crate) struct IntForms {
     streams: Vec<Histogram>,
     bins: Histogram,
+    /// Bits of the integers counted.
+    bits: u32,
+    /// Each integer's bin symbol, in order: what the binned form codes.
+    symbols: Vec<u8>,
     low_bits: usize,
     /// The estimates with tables of their own of each byte stream and of the bins, once
     /// made: a chunk's integers may be planned with several sets of page tables (`auto`'s
@@ -1030,6 +1034,7 @@ impl IntForms {
         let lead = bin_lead(bits);
         let mut streams = [[0u32; 256]; N];
         let mut bins = [0u32; 256];
+        let mut symbols = Vec::with_capacity(values.size_hint().0);
         let mut low_bits = 0usize;
         for v in values {
             for (j, counts) in streams.iter_mut().enumerate() {
@@ -1037,11 +1042,14 @@ impl IntForms {
             }
             let (symbol, low) = bin(v, lead);
             bins[usize::from(symbol)] += 1;
+            symbols.push(symbol);
             low_bits += low as usize;
         }
         Self {
             streams: streams.to_vec(),
             bins,
+            bits,
+            symbols,
             low_bits,
             own: Default::default(),
         }
@@ -1135,20 +1143,28 @@ impl IntForms {
         }
     }
 
-    /// Appends the integers counted (`values` again, integers of up to `bits` bits)
-    /// binned, as `plan` (made by [`plan`](Self::plan) with bins allowed) says: their bin symbols as one coded stream, then every value's low bits, LSB
-    /// first.
+    /// Appends the integers counted (`values` again) binned, as `plan` (made by
+    /// [`plan`](Self::plan) with bins allowed) says: their bin symbols (as counted) as one
+    /// coded stream, then every value's low bits, LSB first. Fewer or more values than
+    /// were counted are an error.
     pub(crate) fn encode_binned(
         &self,
-        values: impl Iterator<Item = u64> + Clone,
-        bits: u32,
+        values: impl ExactSizeIterator<Item = u64>,
         plan: &Plan,
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        let bits = self.bits;
         let lead = bin_lead(bits);
-        let symbols: Vec<u8> = values.clone().map(|v| bin(v, lead).0).collect();
+        let symbols = &self.symbols;
+        if symbols.len() != values.len() {
+            return Err(Error::invalid(format!(
+                "{} integers to bin, {} counted",
+                values.len(),
+                symbols.len()
+            )));
+        }
         encode_counted(
-            &symbols,
+            symbols,
             &self.bins,
             Some(plan.bins),
             plan.tables,
@@ -1156,19 +1172,16 @@ impl IntForms {
             out,
         )?;
         let bins = &BINS[(lead - 2) as usize];
-        let low_bits = symbols
-            .iter()
-            .map(|&symbol| usize::from(bins[usize::from(symbol)].low))
-            .sum();
+        let low_bits = self.low_bits;
         write_bits(out, low_bits, |writer| {
             if bits <= 32 {
                 // At most 28 low bits: one put each.
-                for (v, &symbol) in values.zip(&symbols) {
+                for (v, &symbol) in values.zip(symbols) {
                     let low = u32::from(bins[usize::from(symbol)].low);
                     writer.put((v & mask(low)) as u32, low);
                 }
             } else {
-                for (v, &symbol) in values.zip(&symbols) {
+                for (v, &symbol) in values.zip(symbols) {
                     writer.put_wide(v, u32::from(bins[usize::from(symbol)].low));
                 }
             }
