@@ -122,23 +122,39 @@ fn index_bits(k: usize) -> u8 {
 /// The (at most 8) most frequent of the sorted left parts `lefts` with their counts,
 /// most frequent first (ties: the smaller part first).
 fn top_lefts(lefts: &[u16]) -> Vec<(u16, usize)> {
-    let mut top: Vec<(u16, usize)> = Vec::with_capacity(MAX_DICTIONARY + 1);
-    let mut i = 0;
-    while i < lefts.len() {
-        let left = lefts[i];
-        let count = lefts[i..].iter().take_while(|&&l| l == left).count();
+    let n = lefts.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    // Where each run of equal parts starts, found without a branch per part (the runs'
+    // lengths are unpredictable), then one more start at the end.
+    let mut starts = vec![0usize; n + 1];
+    let mut runs = 1;
+    for i in 1..n {
+        starts[runs] = i;
+        runs += usize::from(lefts[i] != lefts[i - 1]);
+    }
+    starts[runs] = n;
+    let mut top = [(0u16, 0usize); MAX_DICTIONARY];
+    let mut len = 0;
+    for run in starts[..=runs].windows(2) {
+        let count = run[1] - run[0];
+        // Most parts are no more frequent than the last of a full list: skipped at once.
+        if len == MAX_DICTIONARY && top[len - 1].1 >= count {
+            continue;
+        }
         // After every entry at least as frequent: those have smaller parts.
-        let at = top
+        let at = top[..len]
             .iter()
             .position(|&(_, c)| c < count)
-            .unwrap_or(top.len());
-        if at < MAX_DICTIONARY {
-            top.insert(at, (left, count));
-            top.truncate(MAX_DICTIONARY);
+            .unwrap_or(len);
+        if len < MAX_DICTIONARY {
+            len += 1;
         }
-        i += count;
+        top.copy_within(at..len - 1, at + 1);
+        top[at] = (lefts[run[0]], count);
     }
-    top
+    top[..len].to_vec()
 }
 
 /// The smallest estimate over dictionary sizes 1, 2, 4 and 8 for `n` values split at
