@@ -482,6 +482,30 @@ impl MiniBlockDecompressor for AlpRdDecompressor {
 mod tests {
     use super::*;
 
+    /// The top list is the (at most 8) most frequent parts, ties to the smaller part, as
+    /// counting every part and sorting gives it, for every length up to 300 and part
+    /// ranges from one part to many.
+    #[test]
+    fn top_lefts_are_the_most_frequent_parts() {
+        let mut seed = 3u64;
+        for n in 0..300usize {
+            for range in [1u64, 3, 12, 40, 1000] {
+                let mut lefts: Vec<u16> = (0..n)
+                    .map(|_| (crate::encodings::xorshift(&mut seed) % range) as u16)
+                    .collect();
+                lefts.sort_unstable();
+                let mut counts = std::collections::BTreeMap::<u16, usize>::new();
+                for &l in &lefts {
+                    *counts.entry(l).or_default() += 1;
+                }
+                let mut expected: Vec<(u16, usize)> = counts.into_iter().collect();
+                expected.sort_by_key(|&(l, c)| (std::cmp::Reverse(c), l));
+                expected.truncate(MAX_DICTIONARY);
+                assert_eq!(top_lefts(&lefts), expected, "n {n} range {range}");
+            }
+        }
+    }
+
     fn encode(values: &[u8], bits: u64) -> Vec<u8> {
         let encoder = AlpRdEncoder::try_new(bits).unwrap();
         let mut chunk = Vec::new();
