@@ -28,7 +28,10 @@
 //!   size, every window of a page too small for that), the others' estimates moved as
 //!   the pair's moved; but between an LZ4 and a Zstd encoding only when favouring size
 //!   (`min_gain = 0`) and they differ by more than 2% (otherwise the extra Zstd trials
-//!   would cost more encode time than the choice is worth);
+//!   would cost more encode time than the choice is worth); and not when the smaller of
+//!   the pair was smaller on each of at least four windows of the first sample (whole
+//!   chunks, on a page larger than that sample): a candidate that loses on every window
+//!   of a spread sample would only cost a second trial;
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, bitpack, dict,
@@ -129,6 +132,12 @@ const CLOSE_SMALL: f64 = 1.15;
 /// at most about a fifth of its bytes (a chunk's own tables, on small pages), so 1.25
 /// would do; the rest is room for the first sample's error.
 const LEARNED_GAIN: f64 = 1.3;
+
+/// Stage 2 (on a page larger than its first sample) is skipped when the smaller of the
+/// two is smaller on every one of at least this many windows of the first sample: a
+/// candidate that loses on every window of a spread sample has little chance on the
+/// page, and trying it again would cost encode time for nothing.
+const AGREEING_WINDOWS: usize = 4;
 
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;
@@ -333,6 +342,31 @@ struct Trial<'a> {
 impl Trial<'_> {
     fn bytes(&self, windows: &[Window]) -> usize {
         windows.iter().map(|w| w.rows.len() * self.width).sum()
+    }
+
+    /// Whether candidate `a` (which carries `carried.0` bytes per value byte besides its
+    /// chunks) came out smaller than `b` on each of `windows`, all whole chunks both
+    /// encoded; false when any was not.
+    fn smaller_on_each(
+        &self,
+        (a, b): (usize, usize),
+        carried: (f64, f64),
+        windows: &[Window],
+    ) -> bool {
+        let size = |i: usize, window: &Window| {
+            self.encoded[i]
+                .iter()
+                .find(|c| c.index == window.chunk)
+                .filter(|_| window.whole)
+                .map(|c| c.bytes.len() as f64)
+        };
+        windows.iter().all(|window| {
+            let raw = (window.rows.len() * self.width) as f64;
+            match (size(a, window), size(b, window)) {
+                (Some(sa), Some(sb)) => sa + carried.0 * raw < sb + carried.1 * raw,
+                _ => false,
+            }
+        })
     }
 
     /// Encoded bytes per value byte of `windows` under candidate `index`.
@@ -581,7 +615,16 @@ impl AutoChooser {
             } else {
                 (second, CLOSE)
             };
-            if refine && rb <= ra * close && trial.bytes(&second) > trial.bytes(&first) {
+            // A pair the first sample already tells apart window by window, on a page
+            // larger than that sample, is not tried again.
+            let told_apart = !whole_page
+                && first.len() >= AGREEING_WINDOWS
+                && trial.smaller_on_each((a, b), (carried[a], carried[b]), &first);
+            if refine
+                && !told_apart
+                && rb <= ra * close
+                && trial.bytes(&second) > trial.bytes(&first)
+            {
                 let mut drift = 0.0;
                 for (i, before) in [(a, ra), (b, rb)] {
                     let (encoding, compressor) = compressors[i];
@@ -696,5 +739,53 @@ impl AutoChooser {
             });
         }
         Ok(windows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(index: usize, len: usize) -> TrialChunk {
+        TrialChunk {
+            index,
+            storage: ChunkStorage::Raw,
+            bytes: vec![0; len],
+        }
+    }
+
+    /// Stage 2 is skipped only on the evidence of whole chunks both candidates encoded,
+    /// each one won by the same candidate, with what each carries counted.
+    #[test]
+    fn a_pair_is_told_apart_only_window_by_window() {
+        let values = vec![0u8; 4 * 4096];
+        let window = |chunk: usize, whole: bool| Window {
+            chunk,
+            rows: chunk * 1024..(chunk + 1) * 1024,
+            whole,
+        };
+        let windows: Vec<Window> = (0..4).map(|c| window(c, true)).collect();
+        let mut trial = Trial {
+            values: &values,
+            width: 4,
+            scratch: Vec::new(),
+            encoded: vec![
+                (0..4).map(|c| chunk(c, 100)).collect(),
+                (0..4).map(|c| chunk(c, 110 - 20 * (c % 2))).collect(),
+            ],
+        };
+        // Candidate 1 is smaller on windows 1 and 3 only.
+        assert!(!trial.smaller_on_each((0, 1), (0.0, 0.0), &windows));
+        assert!(!trial.smaller_on_each((1, 0), (0.0, 0.0), &windows));
+        // Smaller on each of windows 0 and 2.
+        let even = [window(0, true), window(2, true)];
+        assert!(trial.smaller_on_each((0, 1), (0.0, 0.0), &even));
+        // What candidate 0 carries (here 12 bytes per 4096) outweighs its lead.
+        assert!(!trial.smaller_on_each((0, 1), (12.0 / 4096.0, 0.0), &even));
+        // A window that is not a whole chunk, or a chunk one of them did not encode,
+        // tells nothing.
+        assert!(!trial.smaller_on_each((0, 1), (0.0, 0.0), &[window(0, false)]));
+        trial.encoded[1].retain(|c| c.index != 2);
+        assert!(!trial.smaller_on_each((0, 1), (0.0, 0.0), &even));
     }
 }
