@@ -228,3 +228,22 @@ fn auto_picks_dictionaries_and_bit_packing_for_integers() {
         }
     }
 }
+
+/// A small page's close call (hourly dry-bulb temperatures, 70 KB: `alp+ans` against
+/// `alp+zstd`) is settled on a few whole chunks once they all agree, not on every chunk,
+/// and the pick is the smaller of the two on the whole page.
+#[test]
+fn a_small_pages_close_call_stops_once_its_chunks_agree() {
+    use miniblock::encodings::{AutoChooser, AutoOptions};
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    let values = fs::read(data.join("tmy3_Dry_bulb.f64")).unwrap();
+    let auto = AutoOptions::default().with_min_gain(0.0).unwrap();
+    let chooser = AutoChooser::new(8, &EncoderOptions::default(), &auto).unwrap();
+    let choice = chooser.choose(&values).unwrap();
+    assert_eq!(choice.encoding, Encoding::AlpAns);
+    // Four chunks of 4 KiB, not all 18.
+    assert_eq!(choice.sample_bytes, 4 * 4096, "{choice:?}");
+    let page = pages(&values, 8);
+    let size = |e: Encoding| encoded_size(&page, e.into(), 8, 4);
+    assert!(size(Encoding::AlpAns) < size(Encoding::AlpZstd));
+}

@@ -25,7 +25,8 @@
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
 //!   about 1/8 of the page (at least 4 windows, but never more than 1/8 of it; favouring
-//!   size, every window of a page too small for that), the others' estimates moved as
+//!   size, on a page too small for that, its chunks one after another until at least
+//!   four tried all have the same one smaller, or every chunk), the others' estimates moved as
 //!   the pair's moved; but between an LZ4 and a Zstd encoding only when favouring size
 //!   (`min_gain = 0`) and they differ by more than 2% (otherwise the extra Zstd trials
 //!   would cost more encode time than the choice is worth); and not when the smaller of
@@ -410,6 +411,12 @@ impl Trial<'_> {
     }
 }
 
+/// Where chunk `chunk` comes in a spread order of a page's chunks: 0, 0.618.., 0.236..,
+/// 0.854.., ... (golden-ratio steps), so that the first few are far apart.
+fn spread_key(chunk: usize) -> f64 {
+    (chunk as f64 * 0.618_033_988_749_895).fract()
+}
+
 /// Picks an encoding per page by trial-encoding a sample (see the module docs).
 #[derive(Debug)]
 pub struct AutoChooser {
@@ -625,6 +632,34 @@ impl AutoChooser {
                 && rb <= ra * close
                 && trial.bytes(&second) > trial.bytes(&first)
             {
+                // Every chunk of a small page: one at a time, the first sample's first
+                // and the others spread over the page, until the pair is told apart on
+                // each chunk tried so far (at least AGREEING_WINDOWS of them), or all
+                // are tried.
+                let second = if whole_page {
+                    let mut order: Vec<Window> = first.clone();
+                    let mut rest: Vec<Window> = second
+                        .into_iter()
+                        .filter(|w| !first.iter().any(|f| f.chunk == w.chunk))
+                        .collect();
+                    rest.sort_by(|x, y| spread_key(x.chunk).total_cmp(&spread_key(y.chunk)));
+                    for window in rest {
+                        if order.len() >= AGREEING_WINDOWS
+                            && (trial.smaller_on_each((a, b), (carried[a], carried[b]), &order)
+                                || trial.smaller_on_each((b, a), (carried[b], carried[a]), &order))
+                        {
+                            break;
+                        }
+                        for i in [a, b] {
+                            let (encoding, compressor) = compressors[i];
+                            trial.ratio(i, encoding, compressor, std::slice::from_ref(&window))?;
+                        }
+                        order.push(window);
+                    }
+                    order
+                } else {
+                    second
+                };
                 let mut drift = 0.0;
                 for (i, before) in [(a, ra), (b, rb)] {
                     let (encoding, compressor) = compressors[i];

@@ -248,11 +248,15 @@ impl MiniBlockCompressor for DictionaryEncoder {
         }
         let mut table = ItemTable::with_capacity(1024);
         let mut items = Vec::new();
+        // A value equal to the one before it is in the table already: series of few
+        // distinct values repeat them in runs, and a comparison costs less than a probe.
+        let mut previous = None;
         for v in values.chunks_exact(width) {
             let v = read(v);
-            if table.insert(v, 0) {
+            if previous != Some(v) && table.insert(v, 0) {
                 items.push(v);
             }
+            previous = Some(v);
         }
         items.sort_unstable();
         let mut table = ItemTable::with_capacity(items.len());
@@ -310,11 +314,17 @@ impl MiniBlockCompressor for DictionaryPage {
     ) -> Result<ChunkStorage> {
         self.shape.check_chunk(values)?;
         let mut indices = Vec::with_capacity(values.len() / self.shape.width * self.index_width);
+        // Runs of one value look it up once.
+        let mut previous = None;
         for v in values.chunks_exact(self.shape.width) {
-            let index = self
-                .table
-                .get(read(v))
-                .ok_or_else(|| Error::invalid("a value that is not in the page's dictionary"))?;
+            let v = read(v);
+            let index = match previous {
+                Some((p, index)) if p == v => index,
+                _ => self.table.get(v).ok_or_else(|| {
+                    Error::invalid("a value that is not in the page's dictionary")
+                })?,
+            };
+            previous = Some((v, index));
             indices.extend_from_slice(&index.to_le_bytes()[..self.index_width]);
         }
         self.indices.compress_chunk(&indices, out, scratch)
