@@ -637,10 +637,13 @@ impl AutoChooser {
                 // each chunk tried so far (at least AGREEING_WINDOWS of them), or all
                 // are tried.
                 let second = if whole_page {
-                    let mut order: Vec<Window> = first.clone();
+                    // The first sample's whole chunks are tried already; a window of
+                    // part of a chunk tells nothing of the whole chunk.
+                    let mut order: Vec<Window> =
+                        first.iter().filter(|w| w.whole).cloned().collect();
                     let mut rest: Vec<Window> = second
                         .into_iter()
-                        .filter(|w| !first.iter().any(|f| f.chunk == w.chunk))
+                        .filter(|w| !order.iter().any(|f| f.chunk == w.chunk))
                         .collect();
                     rest.sort_by(|x, y| spread_key(x.chunk).total_cmp(&spread_key(y.chunk)));
                     for window in rest {
