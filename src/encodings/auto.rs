@@ -19,6 +19,10 @@
 //!   or LZ4 ALP when `alp+ans` is, nor bit-packed delta when `delta+ans` is: they win on decode speed, never by more than a few
 //!   bytes on size;
 //! - a page of at most 64 KiB is tried whole, every candidate on every chunk;
+//! - a candidate more than 1.5x the size of the best so far on the first window of the
+//!   first sample (a whole chunk both encoded) is tried on that window alone, its
+//!   estimate as many times the best's: it cannot win, and its other windows would cost
+//!   encode time for nothing;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
 //!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
@@ -139,6 +143,10 @@ const LEARNED_GAIN: f64 = 1.3;
 /// candidate that loses on every window of a spread sample has little chance on the
 /// page, and trying it again would cost encode time for nothing.
 const AGREEING_WINDOWS: usize = 4;
+
+/// A candidate this many times the size of the best so far on the first window of the
+/// first sample is not tried on its other windows.
+const HOPELESS: f64 = 1.5;
 
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;
@@ -345,6 +353,36 @@ impl Trial<'_> {
         windows.iter().map(|w| w.rows.len() * self.width).sum()
     }
 
+    /// [`ratio`](Self::ratio) on `windows`; or, when on the first of them candidate
+    /// `index` comes out more than [`HOPELESS`] times the size of `leader` (the best so
+    /// far, and its estimate on `windows`) on the same whole chunk, that many times the
+    /// leader's estimate: it would not win on the rest, and trying it there would cost
+    /// encode time for nothing.
+    fn screened_ratio(
+        &mut self,
+        index: usize,
+        encoding: Encoding,
+        compressor: &dyn MiniBlockCompressor,
+        windows: &[Window],
+        leader: Option<(usize, f64)>,
+    ) -> Result<f64> {
+        if let (Some((leader, leading)), [first, _, ..]) = (leader, windows) {
+            let led = self.encoded[leader]
+                .iter()
+                .find(|c| c.index == first.chunk && first.whole)
+                .map(|c| c.bytes.len() as f64 / (first.rows.len() * self.width) as f64);
+            if let Some(led) = led {
+                let alone = self.ratio(index, encoding, compressor, std::slice::from_ref(first))?;
+                if alone > led * HOPELESS {
+                    // As many times the leader's estimate on the whole sample: a first
+                    // window easier than the rest must not make it look better than it is.
+                    return Ok(alone / led * leading);
+                }
+            }
+        }
+        self.ratio(index, encoding, compressor, windows)
+    }
+
     /// Whether candidate `a` (which carries `carried.0` bytes per value byte besides its
     /// chunks) came out smaller than `b` on each of `windows`, all whole chunks both
     /// encoded; false when any was not.
@@ -409,6 +447,17 @@ impl Trial<'_> {
         }
         Ok(encoded as f64 / raw.max(1) as f64)
     }
+}
+
+/// The candidate with the smallest estimate so far, of those that store chunks of their
+/// own (not plain or BSS), and its estimate.
+fn leader(estimates: &[(Encoding, Option<f64>)]) -> Option<(usize, f64)> {
+    estimates
+        .iter()
+        .enumerate()
+        .filter(|(_, (e, _))| !e.stores_values_at_width())
+        .filter_map(|(i, (_, r))| r.map(|r| (i, r)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// Where chunk `chunk` comes in a spread order of a page's chunks: 0, 0.618.., 0.236..,
@@ -515,7 +564,14 @@ impl AutoChooser {
         let tried = |e: Encoding| (try_alp || !e.is_alp()) && !e.is_dictionary();
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
             if tried(*encoding) && !is_zstd(*encoding) {
-                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
+                let leader = leader(&estimates);
+                estimates[i].1 = Some(trial.screened_ratio(
+                    i,
+                    *encoding,
+                    compressor.as_ref(),
+                    &first,
+                    leader,
+                )?);
             }
         }
         // Nothing to gain cheaply: with a knob that wants min_gain for slower decoding,
@@ -528,7 +584,14 @@ impl AutoChooser {
             self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
             if tried(*encoding) && is_zstd(*encoding) && !skip_zstd {
-                estimates[i].1 = Some(trial.ratio(i, *encoding, compressor.as_ref(), &first)?);
+                let leader = leader(&estimates);
+                estimates[i].1 = Some(trial.screened_ratio(
+                    i,
+                    *encoding,
+                    compressor.as_ref(),
+                    &first,
+                    leader,
+                )?);
             }
         }
         // Candidates that learn from the page are made for it (once: it costs a pass over
@@ -789,6 +852,50 @@ mod tests {
             index,
             storage: ChunkStorage::Raw,
             bytes: vec![0; len],
+        }
+    }
+
+    /// A candidate far behind the leader on the first window is tried there alone, and
+    /// its estimate is as many times the leader's; one that is not is tried on every
+    /// window.
+    #[test]
+    fn hopeless_candidates_are_tried_on_one_window() {
+        let mut seed = 5u64;
+        let values: Vec<u8> = (0..4 * 4096)
+            .map(|_| crate::encodings::xorshift(&mut seed) as u8)
+            .collect();
+        let windows: Vec<Window> = (0..4)
+            .map(|c| Window {
+                chunk: c,
+                rows: c * 1024..(c + 1) * 1024,
+                whole: true,
+            })
+            .collect();
+        let lz4 = Encoding::Lz4
+            .compressor_with(4, &EncoderOptions::default())
+            .unwrap();
+        for (leader_bytes, hopeless) in [(100, true), (4000, false)] {
+            let mut trial = Trial {
+                values: &values,
+                width: 4,
+                scratch: Vec::new(),
+                encoded: vec![(0..4).map(|c| chunk(c, leader_bytes)).collect(), Vec::new()],
+            };
+            // The leader's estimate on the whole sample: twice its ratio on window 0.
+            let leading = 2.0 * leader_bytes as f64 / 4096.0;
+            let ratio = trial
+                .screened_ratio(1, Encoding::Lz4, lz4.as_ref(), &windows, Some((0, leading)))
+                .unwrap();
+            let tried: Vec<usize> = trial.encoded[1].iter().map(|c| c.index).collect();
+            if hopeless {
+                assert_eq!(tried, [0]);
+                // LZ4 stores noise as it is: 4096 bytes and a little.
+                let alone = trial.encoded[1][0].bytes.len() as f64 / 4096.0;
+                assert!((ratio - 2.0 * alone).abs() < 1e-12, "{ratio} {alone}");
+                assert!(ratio >= leading * HOPELESS);
+            } else {
+                assert_eq!(tried, [0, 1, 2, 3]);
+            }
         }
     }
 
