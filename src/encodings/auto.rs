@@ -19,10 +19,11 @@
 //!   or LZ4 ALP when `alp+ans` is, nor bit-packed delta when `delta+ans` is: they win on decode speed, never by more than a few
 //!   bytes on size;
 //! - a page of at most 64 KiB is tried whole, every candidate on every chunk;
-//! - a candidate more than 1.5x the size of the best so far on the first window of the
-//!   first sample (a whole chunk both encoded) is tried on that window alone, its
-//!   estimate as many times the best's: it cannot win, and its other windows would cost
-//!   encode time for nothing;
+//! - a candidate more than 2x the size of the best so far on the first window of the
+//!   first sample (a whole chunk both encoded, on which the best came within 1.25x of its
+//!   estimate on the whole sample) is tried on that window alone, its estimate as many
+//!   times the best's: it would not win, and its other windows would cost encode time
+//!   for nothing;
 //! - windows are whole chunks when chunks are at most 16 KiB (else aligned 16 KiB slots
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
 //!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
@@ -146,7 +147,10 @@ const AGREEING_WINDOWS: usize = 4;
 
 /// A candidate this many times the size of the best so far on the first window of the
 /// first sample is not tried on its other windows.
-const HOPELESS: f64 = 1.5;
+const HOPELESS: f64 = 2.0;
+
+/// ... when the best so far is within this factor of its estimate on that window.
+const REPRESENTATIVE: f64 = 1.25;
 
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;
@@ -355,9 +359,10 @@ impl Trial<'_> {
 
     /// [`ratio`](Self::ratio) on `windows`; or, when on the first of them candidate
     /// `index` comes out more than [`HOPELESS`] times the size of `leader` (the best so
-    /// far, and its estimate on `windows`) on the same whole chunk, that many times the
-    /// leader's estimate: it would not win on the rest, and trying it there would cost
-    /// encode time for nothing.
+    /// far, and its estimate on `windows`) on the same whole chunk, and the leader came
+    /// within [`REPRESENTATIVE`] of its estimate there, that many times the leader's
+    /// estimate: it would not win on the rest, and trying it there would cost encode time
+    /// for nothing.
     fn screened_ratio(
         &mut self,
         index: usize,
@@ -371,7 +376,12 @@ impl Trial<'_> {
                 .iter()
                 .find(|c| c.index == first.chunk && first.whole)
                 .map(|c| c.bytes.len() as f64 / (first.rows.len() * self.width) as f64);
-            if let Some(led) = led {
+            // Only a window on which the leader fares as on the whole sample speaks for
+            // the sample: on a window unlike the rest (a run of one value among noise)
+            // the others may trail it by far more than they do elsewhere.
+            if let Some(led) = led
+                .filter(|&led| led <= leading * REPRESENTATIVE && leading <= led * REPRESENTATIVE)
+            {
                 let alone = self.ratio(index, encoding, compressor, std::slice::from_ref(first))?;
                 if alone > led * HOPELESS {
                     // As many times the leader's estimate on the whole sample: a first
@@ -856,8 +866,8 @@ mod tests {
     }
 
     /// A candidate far behind the leader on the first window is tried there alone, and
-    /// its estimate is as many times the leader's; one that is not is tried on every
-    /// window.
+    /// its estimate is as many times the leader's; one that is not, or one behind a
+    /// leader whose first window is unlike its sample, is tried on every window.
     #[test]
     fn hopeless_candidates_are_tried_on_one_window() {
         let mut seed = 5u64;
@@ -874,27 +884,30 @@ mod tests {
         let lz4 = Encoding::Lz4
             .compressor_with(4, &EncoderOptions::default())
             .unwrap();
-        for (leader_bytes, hopeless) in [(100, true), (4000, false)] {
+        // The leader's bytes on each chunk, its estimate on the sample as a multiple of
+        // its ratio on window 0, and whether LZ4 (which stores noise as it is) is
+        // screened.
+        for (leader_bytes, sample, hopeless) in
+            [(100, 1.2, true), (100, 2.0, false), (3000, 1.0, false)]
+        {
             let mut trial = Trial {
                 values: &values,
                 width: 4,
                 scratch: Vec::new(),
                 encoded: vec![(0..4).map(|c| chunk(c, leader_bytes)).collect(), Vec::new()],
             };
-            // The leader's estimate on the whole sample: twice its ratio on window 0.
-            let leading = 2.0 * leader_bytes as f64 / 4096.0;
+            let leading = sample * leader_bytes as f64 / 4096.0;
             let ratio = trial
                 .screened_ratio(1, Encoding::Lz4, lz4.as_ref(), &windows, Some((0, leading)))
                 .unwrap();
             let tried: Vec<usize> = trial.encoded[1].iter().map(|c| c.index).collect();
             if hopeless {
                 assert_eq!(tried, [0]);
-                // LZ4 stores noise as it is: 4096 bytes and a little.
                 let alone = trial.encoded[1][0].bytes.len() as f64 / 4096.0;
-                assert!((ratio - 2.0 * alone).abs() < 1e-12, "{ratio} {alone}");
+                assert!((ratio - sample * alone).abs() < 1e-12, "{ratio} {alone}");
                 assert!(ratio >= leading * HOPELESS);
             } else {
-                assert_eq!(tried, [0, 1, 2, 3]);
+                assert_eq!(tried, [0, 1, 2, 3], "{leader_bytes} {sample}");
             }
         }
     }
