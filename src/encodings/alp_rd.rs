@@ -121,14 +121,16 @@ fn index_bits(k: usize) -> u8 {
 
 /// The (at most 8) most frequent of the sorted left parts `lefts` with their counts,
 /// most frequent first (ties: the smaller part first).
-fn top_lefts(lefts: &[u16]) -> Vec<(u16, usize)> {
+fn top_lefts(lefts: &[u16], starts: &mut Vec<usize>) -> Vec<(u16, usize)> {
     let n = lefts.len();
     if n == 0 {
         return Vec::new();
     }
-    // Where each run of equal parts starts, found without a branch per part (the runs'
-    // lengths are unpredictable), then one more start at the end.
-    let mut starts = vec![0usize; n + 1];
+    // Where each run of equal parts starts (in `starts`, scratch space reused across
+    // calls), found without a branch per part (the runs' lengths are unpredictable),
+    // then one more start at the end.
+    starts.clear();
+    starts.resize(n + 1, 0);
     let mut runs = 1;
     for i in 1..n {
         starts[runs] = i;
@@ -186,12 +188,13 @@ fn split(values: &[u64], bits: u32) -> Option<Split> {
     // is a pass, not a sort.
     sample.sort_unstable();
     let mut lefts = vec![0u16; sample.len()];
+    let mut starts = Vec::with_capacity(n + 1);
     let mut best: Option<(usize, u32)> = None;
     for right in bits - MAX_LEFT_BITS..bits {
         for (l, &v) in lefts.iter_mut().zip(&sample) {
             *l = (v >> right) as u16;
         }
-        let (estimate, _) = best_dictionary(&top_lefts(&lefts), sample.len(), right);
+        let (estimate, _) = best_dictionary(&top_lefts(&lefts, &mut starts), sample.len(), right);
         if best.is_none_or(|(b, _)| estimate < b) {
             best = Some((estimate, right));
         }
@@ -199,7 +202,7 @@ fn split(values: &[u64], bits: u32) -> Option<Split> {
     let (_, right) = best?;
     let mut lefts: Vec<u16> = values.iter().map(|&v| (v >> right) as u16).collect();
     lefts.sort_unstable();
-    let runs = top_lefts(&lefts);
+    let runs = top_lefts(&lefts, &mut starts);
     let (estimate, k) = best_dictionary(&runs, n, right);
     // Header, dictionary and exception count against the values as they are.
     if estimate.div_ceil(8) + 4 >= n * (bits as usize / 8) {
@@ -501,7 +504,11 @@ mod tests {
                 let mut expected: Vec<(u16, usize)> = counts.into_iter().collect();
                 expected.sort_by_key(|&(l, c)| (std::cmp::Reverse(c), l));
                 expected.truncate(MAX_DICTIONARY);
-                assert_eq!(top_lefts(&lefts), expected, "n {n} range {range}");
+                assert_eq!(
+                    top_lefts(&lefts, &mut Vec::new()),
+                    expected,
+                    "n {n} range {range}"
+                );
             }
         }
     }

@@ -572,36 +572,25 @@ impl AutoChooser {
         // page tables yet).
         // A dictionary is only ever tried as made for the page (below).
         let tried = |e: Encoding| (try_alp || !e.is_alp()) && !e.is_dictionary();
-        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
-            if tried(*encoding) && !is_zstd(*encoding) {
-                let leader = leader(&estimates);
-                estimates[i].1 = Some(trial.screened_ratio(
-                    i,
-                    *encoding,
-                    compressor.as_ref(),
-                    &first,
-                    leader,
-                )?);
+        // The cheap ones first, then Zstd's, each screened against the best before it.
+        for zstd in [false, true] {
+            if zstd {
+                // Nothing to gain cheaply: with a knob that wants min_gain for slower
+                // decoding, Zstd would have to beat LZ4 by as much on data LZ4 cannot
+                // touch; skip its trials.
+                let cheap_best = leader(&estimates).map_or(f64::INFINITY, |(_, r)| r);
+                if self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain
+                {
+                    break;
+                }
             }
-        }
-        // Nothing to gain cheaply: with a knob that wants min_gain for slower decoding,
-        // Zstd would have to beat LZ4 by as much on data LZ4 cannot touch; skip its trials.
-        let cheap_best = estimates
-            .iter()
-            .filter_map(|(e, r)| r.filter(|_| !e.stores_values_at_width()))
-            .fold(f64::INFINITY, f64::min);
-        let skip_zstd =
-            self.min_gain > 0.0 && cheap_best.is_finite() && cheap_best > 1.0 - self.min_gain;
-        for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
-            if tried(*encoding) && is_zstd(*encoding) && !skip_zstd {
-                let leader = leader(&estimates);
-                estimates[i].1 = Some(trial.screened_ratio(
-                    i,
-                    *encoding,
-                    compressor.as_ref(),
-                    &first,
-                    leader,
-                )?);
+            for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+                if tried(*encoding) && is_zstd(*encoding) == zstd {
+                    let leader = leader(&estimates);
+                    let compressor = compressor.as_ref();
+                    let ratio = trial.screened_ratio(i, *encoding, compressor, &first, leader)?;
+                    estimates[i].1 = Some(ratio);
+                }
             }
         }
         // Candidates that learn from the page are made for it (once: it costs a pass over
