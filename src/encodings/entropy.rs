@@ -1205,7 +1205,8 @@ pub(crate) fn decode_binned(
     let n = symbols.len();
     let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
     let used = decode(input, symbols, tables)?;
-    let bins = &BINS[(bin_lead(bits) - 2) as usize];
+    let lead = bin_lead(bits);
+    let bins = &BINS[(lead - 2) as usize];
     // One pass: a peek past the end of `input` reads zeros, and a symbol out of range
     // has no low bits; both make the whole an error after the pass.
     let low = &input[used..];
@@ -1214,12 +1215,20 @@ pub(crate) fn decode_binned(
     let wide = bits > 57;
     for part in symbols.chunks(BIN_BLOCK) {
         let block = &mut block[..part.len()];
+        // Eight at a time in vector registers where the CPU can, the rest (near the end
+        // of the low bits, or all of them) one at a time.
+        let (done, at) = if wide {
+            (0, pos)
+        } else {
+            kernels::unbin::unbin(lead, part, low, pos, block)
+        };
+        let (rest, tail) = (&part[done..], &mut block[done..]);
         // The sink runs outside the BMI2 build: it is not inlined there (ALP's is large).
         pos = kernels::with_bmi2(|| {
             if wide {
-                unbin::<true>(bins, part, low, pos, block)
+                unbin::<true>(bins, rest, low, at, tail)
             } else {
-                unbin::<false>(bins, part, low, pos, block)
+                unbin::<false>(bins, rest, low, at, tail)
             }
         });
         sink(block);

@@ -16,7 +16,9 @@
 //! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
 //! lives in this module.
 //!
-//! Two other pieces live here: `bitpack`, the bit-packing kernels, and [`with_bmi2`],
+//! Three other pieces live here: `bitpack`, the bit-packing kernels; `unbin`, which
+//! rebuilds the entropy coder's binned integers eight at a time (AVX2 or AVX-512 VBMI);
+//! and [`with_bmi2`],
 //! which runs a closure compiled for BMI1/BMI2 where the CPU has them, so that the
 //! entropy decoder's bit readers, which shift and mask by counts read from a table, take
 //! one instruction for each (`shrx`, `bzhi`) instead of a sequence through `cl`.
@@ -27,6 +29,7 @@ pub(crate) mod bitpack;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod scalar;
+pub(crate) mod unbin;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 

@@ -1,0 +1,394 @@
+//! Binned integers rebuilt eight at a time (x86_64 AVX2): the vector form of the entropy
+//! coder's bins (`encodings::entropy`), where an integer is a bin symbol plus low bits.
+//!
+//! With `lead` (2 or 3) bits after the leading one, symbol `s` below `2^lead` is the
+//! integer itself with no low bits; any other `s` has `t = s >> lead` (at least 1),
+//! `t - 1` low bits, and the integer `((2^lead | (s & (2^lead - 1))) << (t - 1)) | low`.
+//! The low bits of consecutive integers lie end to end, LSB first, in one bit string.
+//!
+//! Per group of eight symbols the kernel computes every low-bit count and high part with
+//! 32-bit lane arithmetic, the eight bit positions with an in-register prefix sum, reads
+//! each integer's low bits with a 64-bit gather at its byte and a variable shift, and
+//! stores eight integers. The only dependency from one group to the next is the bit
+//! position, one scalar addition, where the scalar reader's loop carries a table load,
+//! a load at the position and its shift for every integer.
+//!
+//! Bounds: a group starts only when eight whole 64-bit words past its position lie
+//! within the bit string (64 low bits an integer at most), checked in the loop, so no
+//! gather reads past the slice; whatever is left goes back to the caller's scalar reader.
+//! One read holds 57 low bits at least, so the kernel is for integers of up to 57 bits;
+//! symbols of wider integers give garbage integers but no out-of-bounds read, and the
+//! caller rejects them by their symbol.
+
+/// A kernel: groups of eight while each group's reads lie within `low`; same arguments
+/// and result as [`unbin`].
+type Kernel = fn(u32, &[u8], &[u8], usize, &mut [u64]) -> (usize, usize);
+
+/// The kernels this CPU has, fastest first.
+fn kernels() -> Vec<(&'static str, Kernel)> {
+    let mut found: Vec<(&'static str, Kernel)> = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vbmi") {
+            found.push(("avx512vbmi", x86_avx512vbmi));
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            found.push(("avx2", x86_avx2));
+        }
+    }
+    found
+}
+
+/// The fastest kernel of this CPU, chosen once.
+fn kernel() -> Option<Kernel> {
+    static KERNEL: std::sync::OnceLock<Option<Kernel>> = std::sync::OnceLock::new();
+    *KERNEL.get_or_init(|| kernels().first().map(|&(_, k)| k))
+}
+
+/// Rebuilds the integers of the leading bin symbols of `symbols` (at most `out.len()`),
+/// their low bits read from bit `pos` of `low` on (zeros past its end), into `out`,
+/// eight at a time; returns how many it rebuilt and the bit position after them. It
+/// stops before the last `len % 8`, and early only where the bits read past the end of
+/// `low` reach beyond a 64-byte pad (corrupt input). Without a kernel (x86_64 AVX2 or
+/// AVX-512 VBMI), or with a `lead` other than 2 or 3, it rebuilds none.
+pub(crate) fn unbin(
+    lead: u32,
+    symbols: &[u8],
+    low: &[u8],
+    pos: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    match kernel() {
+        Some(kernel) => unbin_with(kernel, lead, symbols, low, pos, out),
+        None => (0, pos),
+    }
+}
+
+/// [`unbin`] with `kernel`.
+fn unbin_with(
+    kernel: Kernel,
+    lead: u32,
+    symbols: &[u8],
+    low: &[u8],
+    pos: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    let n = symbols.len().min(out.len());
+    let (done, pos) = kernel(lead, symbols, low, pos, out);
+    if done + 8 > n {
+        return (done, pos);
+    }
+    // Stopped where a group's reads could pass the end of `low`: what is left of it
+    // (under 64 bytes, or nothing if `pos` is past it) goes into a zeroed pad, where
+    // reads past its end see the zeros that reads past the end of `low` see.
+    let from = (pos / 8).min(low.len());
+    let rest = &low[from..];
+    let mut pad = [0u8; 128];
+    let Some(head) = pad.get_mut(..rest.len()) else {
+        return (done, pos);
+    };
+    head.copy_from_slice(rest);
+    let (more, at) = kernel(
+        lead,
+        &symbols[done..n],
+        &pad,
+        pos - 8 * from,
+        &mut out[done..n],
+    );
+    (done + more, 8 * from + at)
+}
+
+/// A safe kernel over `$kernel`, for leads 2 and 3, where the CPU has `$feature`s.
+macro_rules! safe_kernel {
+    ($name:ident, $kernel:ident, $($feature:tt),+) => {
+        #[cfg(target_arch = "x86_64")]
+        fn $name(
+            lead: u32,
+            symbols: &[u8],
+            low: &[u8],
+            pos: usize,
+            out: &mut [u64],
+        ) -> (usize, usize) {
+            // Checked for real: this safe function is only listed where the CPU has them,
+            // but the kernel's contract is what keeps it sound.
+            assert!($(std::is_x86_feature_detected!($feature))&&+);
+            // SAFETY: the CPU has the features (asserted above); the kernel bounds every
+            // read and write by the slices it is given.
+            unsafe {
+                match lead {
+                    2 => $kernel::<2>(symbols, low, pos, out),
+                    3 => $kernel::<3>(symbols, low, pos, out),
+                    _ => (0, pos),
+                }
+            }
+        }
+    };
+}
+safe_kernel!(x86_avx512vbmi, unbin_avx512vbmi, "avx512f", "avx512vbmi");
+safe_kernel!(x86_avx2, unbin_avx2, "avx2");
+
+/// Whole groups of eight, while each group's 64-bit reads lie within `low`.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(clippy::cast_ptr_alignment, clippy::cast_possible_wrap)]
+unsafe fn unbin_avx2<const LEAD: u32>(
+    symbols: &[u8],
+    low: &[u8],
+    mut pos: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    use core::arch::x86_64::{
+        __m128i, __m256i, _mm256_add_epi32, _mm256_add_epi64, _mm256_and_si256,
+        _mm256_andnot_si256, _mm256_blend_epi32, _mm256_castsi256_si128, _mm256_cvtepu32_epi64,
+        _mm256_cvtepu8_epi32, _mm256_extract_epi32, _mm256_extracti128_si256,
+        _mm256_i64gather_epi64, _mm256_max_epu32, _mm256_min_epu32, _mm256_or_si256,
+        _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32,
+        _mm256_setzero_si256, _mm256_sll_epi32, _mm256_slli_si256, _mm256_sllv_epi64,
+        _mm256_srl_epi32, _mm256_srli_epi64, _mm256_srlv_epi64, _mm256_storeu_si256,
+        _mm256_sub_epi32, _mm_cvtsi32_si128, _mm_loadl_epi64,
+    };
+
+    let n = symbols.len().min(out.len());
+    let lead = _mm_cvtsi32_si128(LEAD as i32);
+    let one = _mm256_set1_epi32(1);
+    let top_mask = _mm256_set1_epi32((1 << LEAD) - 1);
+    let lane3 = _mm256_setr_epi32(0, 0, 0, 0, 3, 3, 3, 3);
+    let seven = _mm256_set1_epi64x(7);
+    let ones = _mm256_set1_epi64x(-1);
+    let mut i = 0;
+    // A group's last integer starts under 7 * 64 bits past `pos` and reads 8 bytes from
+    // its byte: all within `pos / 8 + 65` bytes.
+    while i + 8 <= n && pos / 8 + 65 <= low.len() {
+        // SAFETY: `i + 8 <= symbols.len()`, checked by the loop.
+        let s = _mm256_cvtepu8_epi32(unsafe {
+            _mm_loadl_epi64(symbols.as_ptr().add(i).cast::<__m128i>())
+        });
+        let t = _mm256_srl_epi32(s, lead);
+        let bits = _mm256_sub_epi32(_mm256_max_epu32(t, one), one);
+        let high = _mm256_or_si256(
+            _mm256_sll_epi32(_mm256_min_epu32(t, one), lead),
+            _mm256_and_si256(s, top_mask),
+        );
+        // Inclusive prefix sum of the bit counts: within each 128-bit half, then lane 3
+        // carried into the upper half.
+        let mut sum = _mm256_add_epi32(bits, _mm256_slli_si256::<4>(bits));
+        sum = _mm256_add_epi32(sum, _mm256_slli_si256::<8>(sum));
+        let carry = _mm256_blend_epi32::<0b1111_0000>(
+            _mm256_setzero_si256(),
+            _mm256_permutevar8x32_epi32(sum, lane3),
+        );
+        sum = _mm256_add_epi32(sum, carry);
+        let starts = _mm256_sub_epi32(sum, bits);
+        let total = _mm256_extract_epi32::<7>(sum) as u32 as usize;
+        let base = _mm256_set1_epi64x(pos as i64);
+        for (half, starts, bits, high) in [
+            (
+                0,
+                _mm256_castsi256_si128(starts),
+                _mm256_castsi256_si128(bits),
+                _mm256_castsi256_si128(high),
+            ),
+            (
+                4,
+                _mm256_extracti128_si256::<1>(starts),
+                _mm256_extracti128_si256::<1>(bits),
+                _mm256_extracti128_si256::<1>(high),
+            ),
+        ] {
+            let at = _mm256_add_epi64(base, _mm256_cvtepu32_epi64(starts));
+            let bits = _mm256_cvtepu32_epi64(bits);
+            // SAFETY: every index is under `pos / 8 + 57` and 8 bytes are read from it,
+            // within `low` by the loop's check.
+            let words: __m256i = unsafe {
+                _mm256_i64gather_epi64::<1>(low.as_ptr().cast(), _mm256_srli_epi64::<3>(at))
+            };
+            let words = _mm256_srlv_epi64(words, _mm256_and_si256(at, seven));
+            let words = _mm256_andnot_si256(_mm256_sllv_epi64(ones, bits), words);
+            let values =
+                _mm256_or_si256(words, _mm256_sllv_epi64(_mm256_cvtepu32_epi64(high), bits));
+            // SAFETY: `i + half + 4 <= i + 8 <= out.len()`, checked by the loop.
+            unsafe {
+                _mm256_storeu_si256(out.as_mut_ptr().add(i + half).cast::<__m256i>(), values);
+            }
+        }
+        pos += total;
+        i += 8;
+    }
+    (i, pos)
+}
+
+/// Whole groups of eight, while each group's 64-byte window lies within `low`: the
+/// group's low bits (at most 8 * 61 bits past `pos % 8`) are in the 64 bytes from byte
+/// `pos / 8`, and one byte permutation gives each integer the 8 bytes from its first.
+///
+/// # Safety
+/// The CPU must have AVX-512F and AVX-512 VBMI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vbmi")]
+#[allow(clippy::cast_ptr_alignment, clippy::cast_possible_wrap)]
+unsafe fn unbin_avx512vbmi<const LEAD: u32>(
+    symbols: &[u8],
+    low: &[u8],
+    mut pos: usize,
+    out: &mut [u64],
+) -> (usize, usize) {
+    use core::arch::x86_64::{
+        __m128i, __m512i, _mm256_extract_epi64, _mm512_add_epi64, _mm512_alignr_epi64,
+        _mm512_and_si512, _mm512_andnot_si512, _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64,
+        _mm512_loadu_si512, _mm512_max_epu64, _mm512_min_epu64, _mm512_or_si512,
+        _mm512_permutexvar_epi8, _mm512_set1_epi64, _mm512_set_epi64, _mm512_setzero_si512,
+        _mm512_shuffle_epi8, _mm512_sll_epi64, _mm512_sllv_epi64, _mm512_srl_epi64,
+        _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_storeu_si512, _mm512_sub_epi64,
+        _mm_cvtsi32_si128, _mm_loadl_epi64,
+    };
+
+    let n = symbols.len().min(out.len());
+    let lead = _mm_cvtsi32_si128(LEAD as i32);
+    let one = _mm512_set1_epi64(1);
+    let top_mask = _mm512_set1_epi64((1 << LEAD) - 1);
+    let seven = _mm512_set1_epi64(7);
+    let ones = _mm512_set1_epi64(-1);
+    let zero = _mm512_setzero_si512();
+    // Byte 0 of each 64-bit lane to all eight of its bytes (within 128-bit lanes, as
+    // `vpshufb` works), then 0..8 added: the byte indices of each integer's window.
+    let spread = _mm512_set_epi64(
+        0x0808_0808_0808_0808,
+        0,
+        0x0808_0808_0808_0808,
+        0,
+        0x0808_0808_0808_0808,
+        0,
+        0x0808_0808_0808_0808,
+        0,
+    );
+    let steps = _mm512_set1_epi64(0x0706_0504_0302_0100);
+    let mut i = 0;
+    while i + 8 <= n && pos / 8 + 64 <= low.len() {
+        // SAFETY: `i + 8 <= symbols.len()`, checked by the loop.
+        let s = _mm512_cvtepu8_epi64(unsafe {
+            _mm_loadl_epi64(symbols.as_ptr().add(i).cast::<__m128i>())
+        });
+        let t = _mm512_srl_epi64(s, lead);
+        let bits = _mm512_sub_epi64(_mm512_max_epu64(t, one), one);
+        let high = _mm512_sllv_epi64(
+            _mm512_or_si512(
+                _mm512_sll_epi64(_mm512_min_epu64(t, one), lead),
+                _mm512_and_si512(s, top_mask),
+            ),
+            bits,
+        );
+        // Inclusive prefix sum of the bit counts across the eight lanes.
+        let mut sum = _mm512_add_epi64(bits, _mm512_alignr_epi64::<7>(bits, zero));
+        sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<6>(sum, zero));
+        sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<4>(sum, zero));
+        // Each integer's first bit, counted from byte `pos / 8`.
+        let starts = _mm512_add_epi64(
+            _mm512_sub_epi64(sum, bits),
+            _mm512_set1_epi64((pos % 8) as i64),
+        );
+        let index = _mm512_add_epi64(
+            _mm512_shuffle_epi8(_mm512_srli_epi64::<3>(starts), spread),
+            steps,
+        );
+        // SAFETY: `pos / 8 + 64 <= low.len()`, checked by the loop.
+        let window = unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
+        let words = _mm512_srlv_epi64(
+            _mm512_permutexvar_epi8(index, window),
+            _mm512_and_si512(starts, seven),
+        );
+        let words = _mm512_andnot_si512(_mm512_sllv_epi64(ones, bits), words);
+        // SAFETY: `i + 8 <= out.len()`, checked by the loop.
+        unsafe {
+            _mm512_storeu_si512(
+                out.as_mut_ptr().add(i).cast::<__m512i>(),
+                _mm512_or_si512(words, high),
+            );
+        }
+        pos += _mm256_extract_epi64::<3>(_mm512_extracti64x4_epi64::<1>(sum)) as usize;
+        i += 8;
+    }
+    (i, pos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The integer of symbol `s` and its low-bit count, by the rule of the module docs.
+    fn bin(lead: u32, s: u8) -> (u64, u32) {
+        let s = u32::from(s);
+        let t = s >> lead;
+        if t == 0 {
+            return (u64::from(s), 0);
+        }
+        let low = t - 1;
+        (u64::from((1 << lead) | (s & ((1 << lead) - 1))) << low, low)
+    }
+
+    /// Bit `p` of `bytes` is bit `p % 8` of byte `p / 8`; zero past the end.
+    fn bits_at(bytes: &[u8], pos: usize, n: u32) -> u64 {
+        (0..n).fold(0, |v, i| {
+            let p = pos + i as usize;
+            v | u64::from(bytes.get(p / 8).map_or(0, |b| b >> (p % 8) & 1)) << i
+        })
+    }
+
+    #[test]
+    fn every_group_matches_a_bit_by_bit_reference() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let kernels = kernels();
+        eprintln!(
+            "unbin kernels tested: {:?}",
+            kernels.iter().map(|k| k.0).collect::<Vec<_>>()
+        );
+        for (lead, &(name, kernel)) in [2, 3]
+            .into_iter()
+            .flat_map(|l| kernels.iter().map(move |k| (l, k)))
+        {
+            // Every symbol of an integer of up to 57 bits.
+            let valid = (0..=255u8)
+                .filter(|&s| u32::from(s >> lead) + lead <= 57)
+                .count();
+            for len in 0..=80 {
+                for start in [0, 1, 7, 13] {
+                    let symbols: Vec<u8> =
+                        (0..len).map(|_| (next() % valid as u64) as u8).collect();
+                    let low: Vec<u8> = (0..len * 8 + 80).map(|_| next() as u8).collect();
+                    // Also a bit string too short for some groups.
+                    for (whole, low) in [(true, &low[..]), (false, &low[..len * 3])] {
+                        let mut out = vec![0u64; len];
+                        let (done, end) = unbin_with(kernel, lead, &symbols, low, start, &mut out);
+                        assert_eq!(done % 8, 0);
+                        let mut pos = start;
+                        assert!(done <= len);
+                        for (k, &s) in symbols[..done].iter().enumerate() {
+                            let (high, bits) = bin(lead, s);
+                            let want = high | bits_at(low, pos, bits);
+                            assert_eq!(out[k], want, "{name} lead {lead} len {len} value {k}");
+                            pos += bits as usize;
+                        }
+                        assert_eq!(end, pos);
+                        if whole {
+                            assert_eq!(done, len / 8 * 8, "{name} gives up early");
+                        }
+                    }
+                }
+            }
+            // Symbols of wider integers are read within bounds too.
+            let symbols = vec![255u8; 64];
+            let low = vec![0xA5u8; 600];
+            let mut out = vec![0u64; 64];
+            let (done, _) = unbin_with(kernel, lead, &symbols, &low, 0, &mut out);
+            assert!(done <= 64);
+        }
+    }
+}
