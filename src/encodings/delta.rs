@@ -341,6 +341,15 @@ impl Sums {
                 at += 1;
             }
         }
+        // Whole vectors where the CPU has a kernel, the rest below.
+        at += crate::kernels::sums::sums(
+            &residuals[at..n],
+            self.order2,
+            &mut prev,
+            &mut delta,
+            W::BYTES,
+            &mut out[at * W::BYTES..n * W::BYTES],
+        );
         let mut block = [0u64; BLOCK];
         let rest = residuals[at..n]
             .chunks(BLOCK)

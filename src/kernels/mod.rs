@@ -16,9 +16,10 @@
 //! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
 //! lives in this module.
 //!
-//! Three other pieces live here: `bitpack`, the bit-packing kernels; `unbin`, which
-//! rebuilds the entropy coder's binned integers eight at a time (AVX2 or AVX-512 VBMI);
-//! and [`with_bmi2`],
+//! Other pieces live here: `bitpack`, the bit-packing kernels; `unbin`, which rebuilds
+//! the entropy coder's binned integers eight at a time (AVX2 or AVX-512 VBMI); `sums`,
+//! the running sums that undo `delta`'s differences a vector at a time (AVX-512F); and
+//! [`with_bmi2`],
 //! which runs a closure compiled for BMI1/BMI2 where the CPU has them, so that the
 //! entropy decoder's bit readers, which shift and mask by counts read from a table, take
 //! one instruction for each (`shrx`, `bzhi`) instead of a sequence through `cl`.
@@ -29,6 +30,7 @@ pub(crate) mod bitpack;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod scalar;
+pub(crate) mod sums;
 pub(crate) mod unbin;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -1,0 +1,246 @@
+//! Running sums that undo `delta`'s zigzag differences (x86_64 AVX-512F), for values of
+//! 4 and 8 bytes.
+//!
+//! Residual `r` is the zigzag code of a difference `d = (r >> 1) ^ -(r & 1)`; order 1
+//! sums the differences once (`value_i = value_{i-1} + d_i`), order 2 twice (the
+//! differences of differences give the differences, which give the values), all wrapping
+//! at the value's width. The scalar loop carries each sum through one addition a value;
+//! here a vector of 16 (4-byte) or 8 (8-byte) values takes its prefix sum in four or
+//! three shift-and-add steps, and the only dependency between vectors is the last sum,
+//! broadcast to the next.
+
+/// Writes the values of the leading zigzag `residuals` into `out` (`width` bytes each,
+/// little-endian), summed once, or twice with `order2`, on from `prev` (the last value)
+/// and `delta` (the last difference), which it updates; returns how many it wrote: whole
+/// vectors only, none without AVX-512F or for widths other than 4 and 8. Residuals are
+/// taken modulo 2^(8 * width).
+pub(crate) fn sums(
+    residuals: &[u64],
+    order2: bool,
+    prev: &mut u64,
+    delta: &mut u64,
+    width: usize,
+    out: &mut [u8],
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        let n = residuals.len().min(out.len() / width.max(1));
+        let (residuals, out) = (&residuals[..n], &mut out[..n * width.max(1)]);
+        // SAFETY: AVX-512F was detected just above; the kernels read and write within
+        // `residuals` and `out`, which hold `n` values each.
+        return unsafe {
+            match (width, order2) {
+                (4, false) => sums4_avx512::<false>(residuals, prev, delta, out),
+                (4, true) => sums4_avx512::<true>(residuals, prev, delta, out),
+                (8, false) => sums8_avx512::<false>(residuals, prev, delta, out),
+                (8, true) => sums8_avx512::<true>(residuals, prev, delta, out),
+                _ => 0,
+            }
+        };
+    }
+    let _ = (residuals, order2, prev, delta, width, out);
+    0
+}
+
+/// 4-byte values, 16 at a time.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `out.len() == 4 * residuals.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap
+)]
+unsafe fn sums4_avx512<const ORDER2: bool>(
+    residuals: &[u64],
+    prev: &mut u64,
+    delta: &mut u64,
+    out: &mut [u8],
+) -> usize {
+    use core::arch::x86_64::{
+        __m256i, __m512i, _mm256_and_si256, _mm256_set1_epi32, _mm256_setzero_si256,
+        _mm256_sub_epi32, _mm256_xor_si256, _mm512_add_epi32, _mm512_alignr_epi32,
+        _mm512_castsi256_si512, _mm512_castsi512_si128, _mm512_cvtepi64_epi32, _mm512_inserti64x4,
+        _mm512_loadu_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
+        _mm512_srli_epi64, _mm512_storeu_si512, _mm_cvtsi128_si32,
+    };
+
+    // The unzigzagged differences of 8 residuals, as 32-bit lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn differences(r: __m512i) -> __m256i {
+        let low = _mm512_cvtepi64_epi32(r);
+        let half = _mm512_cvtepi64_epi32(_mm512_srli_epi64::<1>(r));
+        let sign = _mm256_sub_epi32(
+            _mm256_setzero_si256(),
+            _mm256_and_si256(low, _mm256_set1_epi32(1)),
+        );
+        _mm256_xor_si256(half, sign)
+    }
+    // Inclusive prefix sum of 16 lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn prefix(mut x: __m512i) -> __m512i {
+        let zero = _mm512_setzero_si512();
+        x = _mm512_add_epi32(x, _mm512_alignr_epi32::<15>(x, zero));
+        x = _mm512_add_epi32(x, _mm512_alignr_epi32::<14>(x, zero));
+        x = _mm512_add_epi32(x, _mm512_alignr_epi32::<12>(x, zero));
+        _mm512_add_epi32(x, _mm512_alignr_epi32::<8>(x, zero))
+    }
+
+    let n = residuals.len() / 16 * 16;
+    if n == 0 {
+        return 0;
+    }
+    let last = _mm512_set1_epi32(15);
+    let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
+    let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
+    for i in (0..n).step_by(16) {
+        // SAFETY: `i + 16 <= residuals.len()`.
+        let (a, b) = unsafe {
+            let at = residuals.as_ptr().add(i);
+            (
+                _mm512_loadu_si512(at.cast::<__m512i>()),
+                _mm512_loadu_si512(at.add(8).cast::<__m512i>()),
+            )
+        };
+        let d = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(differences(a)), differences(b));
+        let d = if ORDER2 {
+            let deltas = _mm512_add_epi32(prefix(d), carry_delta);
+            carry_delta = _mm512_permutexvar_epi32(last, deltas);
+            deltas
+        } else {
+            d
+        };
+        let values = _mm512_add_epi32(prefix(d), carry);
+        carry = _mm512_permutexvar_epi32(last, values);
+        // SAFETY: `4 * (i + 16) <= out.len()`.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast::<__m512i>(), values) };
+    }
+    *prev = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry)) as u32);
+    *delta = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry_delta)) as u32);
+    n
+}
+
+/// 8-byte values, 8 at a time.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `out.len() == 8 * residuals.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+unsafe fn sums8_avx512<const ORDER2: bool>(
+    residuals: &[u64],
+    prev: &mut u64,
+    delta: &mut u64,
+    out: &mut [u8],
+) -> usize {
+    use core::arch::x86_64::{
+        __m512i, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512, _mm512_castsi512_si128,
+        _mm512_loadu_si512, _mm512_permutexvar_epi64, _mm512_set1_epi64, _mm512_setzero_si512,
+        _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64, _mm512_xor_si512,
+        _mm_cvtsi128_si64,
+    };
+
+    // Inclusive prefix sum of 8 lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn prefix(mut x: __m512i) -> __m512i {
+        let zero = _mm512_setzero_si512();
+        x = _mm512_add_epi64(x, _mm512_alignr_epi64::<7>(x, zero));
+        x = _mm512_add_epi64(x, _mm512_alignr_epi64::<6>(x, zero));
+        _mm512_add_epi64(x, _mm512_alignr_epi64::<4>(x, zero))
+    }
+
+    let n = residuals.len() / 8 * 8;
+    if n == 0 {
+        return 0;
+    }
+    let last = _mm512_set1_epi64(7);
+    let one = _mm512_set1_epi64(1);
+    let zero = _mm512_setzero_si512();
+    let mut carry = _mm512_set1_epi64(*prev as i64);
+    let mut carry_delta = _mm512_set1_epi64(*delta as i64);
+    for i in (0..n).step_by(8) {
+        // SAFETY: `i + 8 <= residuals.len()`.
+        let r = unsafe { _mm512_loadu_si512(residuals.as_ptr().add(i).cast::<__m512i>()) };
+        let d = _mm512_xor_si512(
+            _mm512_srli_epi64::<1>(r),
+            _mm512_sub_epi64(zero, _mm512_and_si512(r, one)),
+        );
+        let d = if ORDER2 {
+            let deltas = _mm512_add_epi64(prefix(d), carry_delta);
+            carry_delta = _mm512_permutexvar_epi64(last, deltas);
+            deltas
+        } else {
+            d
+        };
+        let values = _mm512_add_epi64(prefix(d), carry);
+        carry = _mm512_permutexvar_epi64(last, values);
+        // SAFETY: `8 * (i + 8) <= out.len()`.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * i).cast::<__m512i>(), values) };
+    }
+    *prev = _mm_cvtsi128_si64(_mm512_castsi512_si128(carry)) as u64;
+    *delta = _mm_cvtsi128_si64(_mm512_castsi512_si128(carry_delta)) as u64;
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_match_a_scalar_reference() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for width in [4usize, 8] {
+            let m = if width == 4 {
+                u64::from(u32::MAX)
+            } else {
+                u64::MAX
+            };
+            for order2 in [false, true] {
+                for len in 0..=70 {
+                    // Small and full-width residuals.
+                    let residuals: Vec<u64> = (0..len)
+                        .map(|i| if i % 3 == 0 { next() & m } else { next() % 9 })
+                        .collect();
+                    let (p0, d0) = (next(), next());
+                    let (mut prev, mut delta) = (p0, d0);
+                    let mut out = vec![0u8; len * width];
+                    let done = sums(&residuals, order2, &mut prev, &mut delta, width, &mut out);
+                    assert!(done <= len);
+                    let (mut p, mut d) = (p0, d0);
+                    for (i, &r) in residuals[..done].iter().enumerate() {
+                        let diff = (r >> 1) ^ (r & 1).wrapping_neg();
+                        if order2 {
+                            d = d.wrapping_add(diff);
+                            p = p.wrapping_add(d);
+                        } else {
+                            p = p.wrapping_add(diff);
+                        }
+                        let got = &out[i * width..(i + 1) * width];
+                        assert_eq!(got, &p.to_le_bytes()[..width], "{width} {order2} {len} {i}");
+                    }
+                    if done > 0 {
+                        assert_eq!(prev & m, p & m);
+                        if order2 {
+                            assert_eq!(delta & m, d & m);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
