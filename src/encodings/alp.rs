@@ -489,6 +489,55 @@ impl Float {
     }
 }
 
+/// [`Float::encode_near`] of every value of `values` (of `W` bytes), `None` also where
+/// the correction is over [`MAX_CORRECTION`]: the same integers and corrections, worked
+/// out a block at a time in loops without a branch, which vectorise (the division
+/// above all), and only then made options.
+fn near_hits<const W: usize>(values: &[u8], scale: &Scale) -> Vec<Option<(i64, i64)>> {
+    const BLOCK: usize = 64;
+    let (up, mul, div) = (scale.up, scale.mul, scale.div);
+    let mut hits = Vec::with_capacity(values.len() / W);
+    let mut ints = [0i64; BLOCK];
+    let mut corrections = [0i64; BLOCK];
+    let mut kept = [false; BLOCK];
+    for block in values.chunks(BLOCK * W) {
+        let len = block.len() / W;
+        let slots = ints.iter_mut().zip(&mut corrections).zip(&mut kept);
+        for (v, ((int, correction), keep)) in block.chunks_exact(W).zip(slots) {
+            let (bits, x) = if W == 8 {
+                let bits = u64::from_le_bytes(v.try_into().expect("8 bytes"));
+                (bits, f64::from_bits(bits))
+            } else {
+                let bits = u32::from_le_bytes(v.try_into().expect("4 bytes"));
+                (u64::from(bits), f64::from(f32::from_bits(bits)))
+            };
+            let scaled = x * up;
+            // `(scaled + ROUND) - ROUND` as an integer, exact below 2^51 (elsewhere, not
+            // kept, any integer); then `Float::decode` of it.
+            let i = (scaled + ROUND)
+                .to_bits()
+                .wrapping_sub(ROUND.to_bits())
+                .cast_signed();
+            let decoded = small_int_to_f64(i) * mul / div;
+            let c = if W == 8 {
+                bits.wrapping_sub(decoded.to_bits()).cast_signed()
+            } else {
+                i64::from(
+                    (bits as u32)
+                        .wrapping_sub((decoded as f32).to_bits())
+                        .cast_signed(),
+                )
+            };
+            *int = i;
+            *correction = c;
+            // False for NaN too.
+            *keep = scaled.abs() < MAX_INT && c.unsigned_abs() <= MAX_CORRECTION;
+        }
+        hits.extend((0..len).map(|k| kept[k].then_some((ints[k], corrections[k]))));
+    }
+    hits
+}
+
 /// Whether ALP is worth trying on `values` (floats of `width` bytes, 4 or 8): the scale
 /// that 32 values spread over them choose stores them in fewer bits than they have, by
 /// the bit-packed estimate (under a compressor, delta-coded integers may still shrink
@@ -860,14 +909,11 @@ impl AlpEncoder {
         let (scale, _, _) = self.choose_scale(values, n);
         // Every value's integer and correction; near hits (small corrections) are kept
         // either as corrections or as exceptions, whichever is smaller.
-        let near: Vec<Option<(i64, i64)>> = (0..n)
-            .map(|i| {
-                let (bits, x) = float.read(values, i);
-                float
-                    .encode_near(bits, x, &scale)
-                    .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION)
-            })
-            .collect();
+        let near = if width == 8 {
+            near_hits::<8>(&values[..8 * n], &scale)
+        } else {
+            near_hits::<4>(&values[..4 * n], &scale)
+        };
         let (corrected, correction_bits) = use_corrections(&near, width, self.layout);
         let mut near = near;
         // Integers far from the others (a fill value among measurements) would widen

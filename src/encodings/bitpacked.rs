@@ -52,11 +52,21 @@ fn check_bits(bits_per_value: u64) -> Result<usize> {
     }
 }
 
-/// Reads a little-endian integer of `bytes.len()` (1 to 8) bytes.
+/// Reads a little-endian integer of `bytes.len()` (1 to 8) bytes: one load for the
+/// widths of Arrow's types, where a copy of a length known only at run time is a call.
+#[inline]
 pub(crate) fn read(bytes: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(word)
+    match bytes.len() {
+        1 => u64::from(bytes[0]),
+        2 => u64::from(u16::from_le_bytes(bytes.try_into().expect("2 bytes"))),
+        4 => u64::from(u32::from_le_bytes(bytes.try_into().expect("4 bytes"))),
+        8 => u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
+        _ => {
+            let mut word = [0u8; 8];
+            word[..bytes.len()].copy_from_slice(bytes);
+            u64::from_le_bytes(word)
+        }
+    }
 }
 
 /// The sign bit of a `width`-byte integer.

@@ -225,18 +225,6 @@ fn unbin<W: Word>(
     })
 }
 
-/// A value of 1, 2, 4 or 8 bytes, little-endian, as an integer (one load for each
-/// width, where a copy of any length would be a call per value).
-#[inline]
-fn read_le(bytes: &[u8]) -> u64 {
-    match bytes.len() {
-        1 => u8::read(bytes),
-        2 => u16::read(bytes),
-        4 => u32::read(bytes),
-        _ => u64::read(bytes),
-    }
-}
-
 /// Writes the zigzag residuals of `order` (1 or 2) of `values` into `out`, value by value.
 fn residuals<W: Word>(values: &[u8], order: u8, out: &mut [u8]) {
     let bits = 8 * W::BYTES as u32;
@@ -474,7 +462,10 @@ struct Analysis {
 impl Analysis {
     fn forms(&self, width: usize) -> &entropy::IntForms {
         self.forms.get_or_init(|| {
-            let words = self.residuals.chunks_exact(width).map(read_le);
+            let words = self
+                .residuals
+                .chunks_exact(width)
+                .map(super::bitpacked::read);
             entropy::IntForms::count(words, 8 * width as u32)
         })
     }
@@ -518,7 +509,7 @@ impl MiniBlockCompressor for DeltaEncoder {
             let m = mask(8 * width as u32);
             let differences: Vec<u64> = residuals[first * width..]
                 .chunks_exact(width)
-                .map(|r| unzigzag(read_le(r)) & m)
+                .map(|r| unzigzag(super::bitpacked::read(r)) & m)
                 .collect();
             super::bitpacked::write_chunk(&differences, width, out);
             return Ok(ChunkStorage::Raw);
@@ -526,7 +517,7 @@ impl MiniBlockCompressor for DeltaEncoder {
         if self.entropy_coded {
             // Byte streams or bins, whichever the estimates say is smaller: only it is
             // coded.
-            let words = residuals.chunks_exact(width).map(read_le);
+            let words = residuals.chunks_exact(width).map(super::bitpacked::read);
             let forms = a.forms(width);
             let plan = forms.plan(&self.tables, true);
             if plan.binned {
