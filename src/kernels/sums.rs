@@ -197,6 +197,11 @@ mod tests {
 
     #[test]
     fn sums_match_a_scalar_reference() {
+        let mut probe = [0u8; 64];
+        if sums(&[0; 16], false, &mut 0, &mut 0, 4, &mut probe) == 0 {
+            eprintln!("SKIPPED: this CPU has no sums kernel (AVX-512F); nothing to compare");
+            return;
+        }
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             x ^= x << 13;
