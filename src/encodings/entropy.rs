@@ -97,6 +97,12 @@ const WIDE_LANES: usize = 4;
 /// cost with the table, so short or nearly constant streams keep two lanes.
 const WIDE_MAX_COST: f32 = 1.0 / 64.0;
 
+/// How much larger by estimate binned integers may be than two or more byte streams that
+/// are not constant, and still be picked: bins decode in one pass of one coded symbol a
+/// value, such streams in two passes or more, a coded symbol or a copied byte a value
+/// each, and then a pass that interleaves them.
+const BIN_MARGIN: f32 = 1.0 / 32.0;
+
 /// Whether the extra states of [`WIDE_LANES`] lanes in a table of `2^log` states cost
 /// little against `bytes`, a stream's share of its chunk.
 fn cheap_to_widen(bytes: f32, log: u32) -> bool {
@@ -1076,7 +1082,15 @@ impl IntForms {
             Choice::default()
         };
         let binned_len = bins.len() + (self.low_bits.div_ceil(8) as f32);
-        let binned = may_bin && binned_len < streams;
+        // Bins are decoded in one pass of coded symbols, byte streams in one pass each
+        // (tANS or a copy) and then interleaved: bins are picked up to [`BIN_MARGIN`]
+        // larger than two or more streams that are not constant.
+        let varied = choices[..self.streams.len()]
+            .iter()
+            .filter(|c| c.k >= 2)
+            .count();
+        let margin = if varied >= 2 { BIN_MARGIN } else { 0.0 };
+        let binned = may_bin && binned_len < streams * (1.0 + margin);
         let (len, coded) = if binned {
             (binned_len, 1)
         } else {
@@ -1553,6 +1567,8 @@ mod tests {
     #[test]
     fn forms_plan_and_code_as_separate_streams_would() {
         let mut x = 7u64;
+        // Plans that took bins for their margin alone.
+        let mut margins = 0;
         for bits in [0u32, 3, 8, 12, 16, 20, 32, 40, 64] {
             for spread in [0u32, 2, 6, 13] {
                 let values: Vec<u64> = (0..700)
@@ -1585,7 +1601,14 @@ mod tests {
                 let low: u32 = values.iter().map(|&v| bin(v, lead).1).sum();
                 let binned_len = estimate(&histogram(&symbols), &tables) + low.div_ceil(8) as f32;
                 let what = format!("{bits} bits, spread {spread}");
-                assert_eq!(plan.binned, binned_len < streams_len, "{what}");
+                // Two or more streams of more than one byte value give bins a margin.
+                let varied = streams
+                    .iter()
+                    .filter(|s| s.iter().any(|&b| b != s[0]))
+                    .count();
+                let margin = if varied >= 2 { 1.0 + BIN_MARGIN } else { 1.0 };
+                assert_eq!(plan.binned, binned_len < streams_len * margin, "{what}");
+                margins += usize::from(plan.binned && binned_len >= streams_len);
                 for (j, stream) in streams.iter().enumerate() {
                     let mut cached = Vec::new();
                     forms.encode_stream(j, stream, &plan, &mut cached).unwrap();
@@ -1595,6 +1618,7 @@ mod tests {
                 }
             }
         }
+        assert!(margins > 0, "no plan took bins for their margin");
     }
 
     /// `decode_binned` finds the widest integer from the largest symbol alone.
