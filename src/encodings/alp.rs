@@ -55,7 +55,7 @@ use super::entropy::{self, KindHistogram, PageTables};
 use super::memo;
 use super::{checked_len, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
 use crate::error::{Error, Result};
-use crate::kernels::bitpack;
+use crate::kernels::{self, bitpack};
 use crate::proto::encodings::{array_encoding, Alp, ArrayEncoding};
 use std::cell::OnceCell;
 
@@ -175,6 +175,9 @@ fn binary_exponent(x: f64) -> u32 {
 /// exception for each integer outside; `None` when all of them are within 24 bits of
 /// each other (no sort, no search: the common case stays cheap), or when no narrower
 /// window is cheaper.
+// Inlined into `analyse`, to be compiled for its build there.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn outlier_window(
     near: &[Option<(i64, i64)>],
     corrected: bool,
@@ -222,6 +225,9 @@ fn outlier_window(
 /// the values that need one as exceptions. Bit-packed, every value pays the widest
 /// correction's bits; in byte streams under a compressor, only the significant bytes of
 /// the non-zero ones count (zero bytes compress to next to nothing).
+// Inlined into `analyse`, to be compiled for its build there.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn use_corrections(hits: &[Option<(i64, i64)>], width: usize, layout: IntLayout) -> (bool, u8) {
     let (mut close, mut max, mut bytes) = (0usize, 0u64, 0usize);
     for &(_, c) in hits.iter().flatten() {
@@ -353,6 +359,9 @@ enum IntCoding {
 /// The coding of `ints` (whose minimum is `min`) in byte streams: frame of reference or
 /// zigzag coded differences of order 1 or 2, whichever leaves the fewest significant
 /// bits in all (what a compressor over the streams pays for); the first on ties.
+// Inlined into `analyse`, to be compiled for its build there.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn streams_coding(ints: &[i64], min: i64) -> IntCoding {
     let frame: usize = ints
         .iter()
@@ -381,6 +390,9 @@ fn streams_coding(ints: &[i64], min: i64) -> IntCoding {
 
 /// The zigzag coded differences of `ints` (the first one 0): of consecutive integers, or
 /// with `order2` of consecutive differences (the difference before the first being 0).
+// Inlined into `analyse`, to be compiled for its build there.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn zigzag_residuals(ints: &[i64], order2: bool) -> Vec<u64> {
     let mut previous = ints.first().copied().unwrap_or(0);
     let mut previous_delta = 0i64;
@@ -493,6 +505,9 @@ impl Float {
 /// the correction is over [`MAX_CORRECTION`]: the same integers and corrections, worked
 /// out a block at a time in loops without a branch, which vectorise (the division
 /// above all), and only then made options.
+// Inlined into `analyse`, to be compiled for its build there.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn near_hits<const W: usize>(values: &[u8], scale: &Scale) -> Vec<Option<(i64, i64)>> {
     const BLOCK: usize = 64;
     let (up, mul, div) = (scale.up, scale.mul, scale.div);
@@ -682,6 +697,9 @@ impl AlpEncoder {
     /// the smallest estimated size (integer bits plus exceptions), the smaller exponent
     /// on ties; binary only when strictly smaller. Returns the scale, its estimated bits
     /// for the sample and the number of values sampled.
+    // Inlined into `analyse`, to be compiled for its build there.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn choose_scale(&self, values: &[u8], n: usize) -> (Scale, usize, usize) {
         let float = self.float;
         // One value in each of SAMPLE equal slices, at an offset that moves from slice to
@@ -904,6 +922,16 @@ impl AlpEncoder {
     /// What a chunk of `n` values becomes in this encoder's layout before it is stored;
     /// `None` when it is stored plain.
     fn analyse(&self, values: &[u8], n: usize) -> Option<Analysis> {
+        kernels::with_avx512(
+            #[inline(always)]
+            || self.analyse_here(values, n),
+        )
+    }
+
+    /// [`analyse`](Self::analyse), inlined into the build it runs.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn analyse_here(&self, values: &[u8], n: usize) -> Option<Analysis> {
         let float = self.float;
         let width = float.width;
         let (scale, _, _) = self.choose_scale(values, n);
@@ -1367,16 +1395,21 @@ impl<'a> Chunk<'a> {
     /// Writes the `n` decoded values into `out` (`n * width` bytes).
     fn decode(&self, n: usize, float: Float, out: &mut [u8]) {
         // A binary scale divides by 1.0, which changes no value: skipping it is exact.
-        match (float.width, self.scale.binary) {
-            (8, false) => self.decode_width::<8, false>(n, out),
-            (8, true) => self.decode_width::<8, true>(n, out),
-            (_, false) => self.decode_width::<4, false>(n, out),
-            (_, true) => self.decode_width::<4, true>(n, out),
-        }
+        kernels::with_avx512(
+            #[inline(always)]
+            || match (float.width, self.scale.binary) {
+                (8, false) => self.decode_width::<8, false>(n, out),
+                (8, true) => self.decode_width::<8, true>(n, out),
+                (_, false) => self.decode_width::<4, false>(n, out),
+                (_, true) => self.decode_width::<4, true>(n, out),
+            },
+        );
     }
 
     /// [`decode`](Self::decode) for values of `W` bytes: one loop per coding, so the
     /// compiler sees fixed-size stores and no per-value branch.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
     fn decode_width<const W: usize, const BINARY: bool>(&self, n: usize, out: &mut [u8]) {
         let (mul, div, reference) = (self.scale.mul, self.scale.div, self.reference);
         let mut acc = self.first;
@@ -1458,6 +1491,8 @@ impl<'a> Chunk<'a> {
 }
 
 /// Hands the 8-byte little-endian words of `bytes` to `sink` in blocks.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn read_words(bytes: &[u8], mut sink: impl FnMut(&[u64])) {
     let mut block = [0u64; bitpack::BLOCK];
     for words in bytes.chunks(8 * bitpack::BLOCK) {
@@ -1503,6 +1538,8 @@ fn scale_ints<const W: usize, const BINARY: bool>(
 
 /// Hands the `n` values of `bits` bits stored in `bytes` (bit-packed, or `split` into
 /// byte streams; the length checked by the parser) to `sink`, 64 at a time.
+#[allow(clippy::inline_always)]
+#[inline(always)]
 fn read_stream(bytes: &[u8], n: usize, bits: u8, split: bool, mut sink: impl FnMut(&[u64])) {
     if !split {
         bitpack::unpack(bytes, n, bits, sink);
@@ -1645,6 +1682,76 @@ mod tests {
             .compress_chunk(values, &mut out, &mut Vec::new())
             .unwrap();
         out
+    }
+
+    /// `analyse` and `Chunk::decode` run compiled for AVX-512 where the CPU has it
+    /// (`kernels::with_avx512`); the same code built for the baseline (`analyse_here` and
+    /// `decode_width` called directly) must agree with them field for field and bit for
+    /// bit, on chunks of every file of the bundled sample, bit-packed and in byte streams.
+    #[test]
+    fn vector_builds_agree_with_the_baseline_build() {
+        #[cfg(target_arch = "x86_64")]
+        if !kernels::has_avx512() {
+            println!("this CPU has no AVX-512: both builds are the baseline one");
+        }
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/data");
+        let mut chunks = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let width = match path.extension().and_then(|e| e.to_str()) {
+                Some("f64") => 8,
+                Some("f32") => 4,
+                _ => continue,
+            };
+            let bytes = std::fs::read(&path).unwrap();
+            let float = Float { width };
+            for layout in [IntLayout::Packed, IntLayout::Streams] {
+                let encoder = AlpEncoder::try_new(width as u64 * 8)
+                    .unwrap()
+                    .with_layout(layout);
+                // Every fifth chunk of 4 KiB, and a short one.
+                for values in bytes.chunks(4096).step_by(5).chain([&bytes[..width * 37]]) {
+                    let n = values.len() / width;
+                    let what = format!("{} {layout:?} chunk of {n}", path.display());
+                    let (a, b) = (encoder.analyse(values, n), encoder.analyse_here(values, n));
+                    assert_eq!(a.is_some(), b.is_some(), "{what}");
+                    if let (Some(a), Some(b)) = (a, b) {
+                        assert_eq!(a.scale, b.scale, "{what}");
+                        assert_eq!(a.coding, b.coding, "{what}");
+                        assert_eq!(
+                            (a.corrected, a.correction_bits, a.bits, a.reference, a.first),
+                            (b.corrected, b.correction_bits, b.bits, b.reference, b.first),
+                            "{what}"
+                        );
+                        assert_eq!(a.stored, b.stored, "{what}");
+                        assert_eq!(a.corrections, b.corrections, "{what}");
+                        assert_eq!(a.positions, b.positions, "{what}");
+                        assert_eq!(a.size, b.size, "{what}");
+                    }
+                    let chunk = encode(&encoder, values);
+                    let tables = entropy::PageTables::default();
+                    let mut scratch = Vec::new();
+                    let Some(parsed) =
+                        Chunk::parse(&chunk, n, float, &tables, &mut scratch).unwrap()
+                    else {
+                        continue;
+                    };
+                    let mut direct = vec![0u8; values.len()];
+                    match (width, parsed.scale.binary) {
+                        (8, false) => parsed.decode_width::<8, false>(n, &mut direct),
+                        (8, true) => parsed.decode_width::<8, true>(n, &mut direct),
+                        (_, false) => parsed.decode_width::<4, false>(n, &mut direct),
+                        (_, true) => parsed.decode_width::<4, true>(n, &mut direct),
+                    }
+                    let mut built = vec![0u8; values.len()];
+                    parsed.decode(n, float, &mut built);
+                    assert_eq!(built, direct, "{what}");
+                    assert_eq!(built, values, "{what}");
+                    chunks += 1;
+                }
+            }
+        }
+        assert!(chunks > 100, "{chunks} chunks decoded");
     }
 
     fn decode(width: usize, chunk: &[u8], n: usize) -> Result<Vec<u8>> {

@@ -22,7 +22,10 @@
 //! [`with_bmi2`],
 //! which runs a closure compiled for BMI1/BMI2 where the CPU has them, so that the
 //! entropy decoder's bit readers, which shift and mask by counts read from a table, take
-//! one instruction for each (`shrx`, `bzhi`) instead of a sequence through `cl`.
+//! one instruction for each (`shrx`, `bzhi`) instead of a sequence through `cl`; and
+//! [`with_avx512`], which runs a closure compiled for AVX-512, so that the loops the
+//! compiler vectorises in it (ALP's analysis of a chunk and its decoding) take eight
+//! 64-bit lanes a step instead of two.
 
 #[macro_use]
 mod blocks;
@@ -51,6 +54,32 @@ pub(crate) fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
         return unsafe { x86::with_bmi2(f) };
     }
     f()
+}
+
+/// Runs `f`, compiled for AVX-512 (F, DQ, BW, VL), AVX2, BMI1 and BMI2 where the CPU has
+/// them all (x86_64; elsewhere, and on other CPUs, as it is). The loops `f` inlines are
+/// the same code either way: only the instructions the compiler may choose differ, so
+/// the results are the same bit for bit (no contraction into fused multiply-adds).
+#[inline]
+pub(crate) fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512() {
+        // SAFETY: `x86::with_avx512` requires these features, all detected.
+        return unsafe { x86::with_avx512(f) };
+    }
+    f()
+}
+
+/// Whether the CPU has every feature [`with_avx512`] compiles for.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512() -> bool {
+    std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512dq")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vl")
+        && std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
 }
 
 /// A kernel of one width: reads `src`, writes every byte of the (possibly uninitialized)

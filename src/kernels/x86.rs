@@ -575,3 +575,14 @@ pub(super) unsafe fn split4_avx512vbmi(src: &[u8], dst: &mut [MaybeUninit<u8>]) 
 pub(super) unsafe fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
+
+/// Runs `f` compiled for AVX-512 (F, DQ, BW, VL) with AVX2, BMI1 and BMI2: the loops `f`
+/// inlines that the compiler vectorises take eight 64-bit lanes a step, and 64-bit
+/// integers convert to floats in one instruction.
+///
+/// # Safety
+/// The CPU must have every one of these features.
+#[target_feature(enable = "avx512f,avx512dq,avx512bw,avx512vl,avx2,bmi1,bmi2")]
+pub(super) unsafe fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
