@@ -30,7 +30,8 @@
 //!
 //! Four lanes keep twice the table lookups in flight when decoding, for two more states
 //! in the stream (up to 3 bytes): the encoder takes them where that costs under 1/64 of
-//! the stream's share of its chunk, every stream of a chunk alike.
+//! the stream's share of its chunk or under a byte for every 200 of its symbols, every
+//! stream of a chunk alike.
 //!
 //! A page may also carry **page tables** (in its encoding message, [`PageTables`]): one
 //! table per kind of stream, built from the page's own streams, so that a chunk's stream
@@ -93,9 +94,13 @@ const LANES: usize = 2;
 const WIDE_LANES: usize = 4;
 
 /// A stream is coded in [`WIDE_LANES`] lanes when the two extra final states cost at most
-/// this fraction of its estimated bytes: decoding time goes with the symbols, the states'
-/// cost with the table, so short or nearly constant streams keep two lanes.
+/// this fraction of its estimated bytes, ...
 const WIDE_MAX_COST: f32 = 1.0 / 64.0;
+
+/// ... or at most this many bytes per symbol: decoding time goes with the symbols (two
+/// lanes take about twice as long a symbol as four), the states' cost with the table, so
+/// only short streams keep two lanes, and nearly constant ones of few symbols.
+const WIDE_PER_SYMBOL: f32 = 1.0 / 200.0;
 
 /// How much larger by estimate binned integers may be than two or more byte streams that
 /// are not constant, and still be picked: bins decode in one pass of one coded symbol a
@@ -104,10 +109,10 @@ const WIDE_MAX_COST: f32 = 1.0 / 64.0;
 const BIN_MARGIN: f32 = 1.0 / 32.0;
 
 /// Whether the extra states of [`WIDE_LANES`] lanes in a table of `2^log` states cost
-/// little against `bytes`, a stream's share of its chunk.
-fn cheap_to_widen(bytes: f32, log: u32) -> bool {
+/// little against `bytes`, a stream's share of its chunk, or against its `n` symbols.
+fn cheap_to_widen(bytes: f32, n: usize, log: u32) -> bool {
     let extra = ((WIDE_LANES - LANES) as u32 * log) as f32 / 8.0;
-    extra <= bytes * WIDE_MAX_COST
+    extra <= bytes * WIDE_MAX_COST || extra <= n as f32 * WIDE_PER_SYMBOL
 }
 
 /// How [`IntForms`] code a chunk's integers with the page's tables.
@@ -1101,7 +1106,7 @@ impl IntForms {
             binned,
             // Weighed with the largest table's states: the tables are picked later, per
             // stream.
-            wide: cheap_to_widen(len / coded as f32, MAX_TABLE_LOG),
+            wide: cheap_to_widen(len / coded as f32, self.symbols.len(), MAX_TABLE_LOG),
             streams: choices,
             bins,
         }
@@ -1452,7 +1457,7 @@ fn encode_counted(
             }
             Some((t, len)) if len < own_len => {
                 let coder = &tables.coders[t];
-                if wide.unwrap_or_else(|| cheap_to_widen(len, coder.log)) && n >= WIDE_LANES {
+                if wide.unwrap_or_else(|| cheap_to_widen(len, n, coder.log)) && n >= WIDE_LANES {
                     out.extend_from_slice(&[MODE_SHARED4, t as u8]);
                     coder.encode_bits::<WIDE_LANES>(stream, out)
                 } else {
@@ -1463,7 +1468,7 @@ fn encode_counted(
             _ => {
                 let log = table_log(n, k);
                 let own = Coder::new(normalize(counts, n, log), log);
-                if wide.unwrap_or_else(|| cheap_to_widen(own_len, log)) && n >= WIDE_LANES {
+                if wide.unwrap_or_else(|| cheap_to_widen(own_len, n, log)) && n >= WIDE_LANES {
                     out.push(MODE_TANS4);
                     write_table(&own.norm, log, out);
                     own.encode_bits::<WIDE_LANES>(stream, out)
@@ -1987,6 +1992,25 @@ mod tests {
                 assert_eq!(1 + at + used.unwrap(), coded.len(), "{n}");
                 assert_eq!(plain, stream, "{n}");
             }
+        }
+    }
+
+    /// A long stream of few bits a symbol takes four lanes, as decoding time goes with its
+    /// symbols; a short one keeps two.
+    #[test]
+    fn long_streams_of_few_bits_take_four_lanes() {
+        let mut x = 5u64;
+        for (n, mode) in [(1024, MODE_TANS4), (200, MODE_TANS)] {
+            // About one symbol in 20 is a 1: a third of a bit a symbol.
+            let stream: Vec<u8> = (0..n)
+                .map(|_| u8::from(xorshift(&mut x).is_multiple_of(20)))
+                .collect();
+            let mut coded = Vec::new();
+            encode(&stream, &PageTables::default(), &mut coded).unwrap();
+            assert_eq!(coded[0], mode, "{n} symbols in {} bytes", coded.len());
+            let mut back = vec![0u8; n];
+            decode(&coded, &mut back, &PageTables::default()).unwrap();
+            assert_eq!(back, stream);
         }
     }
 
