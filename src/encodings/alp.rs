@@ -1754,6 +1754,84 @@ mod tests {
         assert!(chunks > 100, "{chunks} chunks decoded");
     }
 
+    /// `near_hits` (blocks without a branch) gives what `Float::encode_near` gives value
+    /// by value, corrections over `MAX_CORRECTION` dropped: for special bit patterns
+    /// (NaN payloads, infinities, -0.0, subnormals, the edges of the integer range),
+    /// random bit patterns and decimals, under decimal and binary scales, and for every
+    /// block remainder.
+    #[test]
+    fn near_hits_match_encode_near() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for width in [8usize, 4] {
+            let float = Float { width };
+            let scales = [
+                Scale::decimal(0, 0),
+                Scale::decimal(2, 0),
+                Scale::decimal(5, 2),
+                Scale::decimal(10, 3),
+                Scale::binary(4),
+                Scale::binary(30),
+            ];
+            for scale in scales {
+                let edge = MAX_INT / scale.up;
+                let mut values: Vec<f64> = vec![
+                    0.0,
+                    -0.0,
+                    f64::NAN,
+                    f64::from_bits(0x7FF0_0000_0000_0001),
+                    f64::from_bits(0xFFF8_0000_DEAD_BEEF),
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                    f64::from_bits(1),
+                    -f64::from_bits(0x000F_FFFF_FFFF_FFFF),
+                    f64::MIN_POSITIVE,
+                    f64::MAX,
+                    f64::MIN,
+                    edge,
+                    -edge,
+                    edge * (1.0 - f64::EPSILON),
+                    -edge * (1.0 - f64::EPSILON),
+                    1e300,
+                    0.1,
+                ];
+                values.extend((0..300).map(|_| f64::from_bits(next())));
+                values.extend((0..300).map(|i| f64::from(i - 150) / 100.0));
+                values.extend((0..300).map(|_| (next() % 2_000_000) as f64 / 1000.0 - 1000.0));
+                let bytes: Vec<u8> = if width == 8 {
+                    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+                } else {
+                    values
+                        .iter()
+                        .flat_map(|&v| (v as f32).to_le_bytes())
+                        .collect()
+                };
+                for n in [0, 1, 63, 64, 65, 130, bytes.len() / width] {
+                    let part = &bytes[..n * width];
+                    let got = if width == 8 {
+                        near_hits::<8>(part, &scale)
+                    } else {
+                        near_hits::<4>(part, &scale)
+                    };
+                    let expected: Vec<Option<(i64, i64)>> = (0..n)
+                        .map(|i| {
+                            let (bits, v) = float.read(part, i);
+                            float
+                                .encode_near(bits, v, &scale)
+                                .filter(|&(_, c)| c.unsigned_abs() <= MAX_CORRECTION)
+                        })
+                        .collect();
+                    assert_eq!(got, expected, "width {width}, {scale:?}, {n} values");
+                }
+            }
+        }
+    }
+
     fn decode(width: usize, chunk: &[u8], n: usize) -> Result<Vec<u8>> {
         let mut out = vec![0; n * width];
         decompressor(width as u64 * 8)?.decompress_into(

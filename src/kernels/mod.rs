@@ -70,16 +70,20 @@ pub(crate) fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether the CPU has every feature [`with_avx512`] compiles for.
+/// Whether the CPU has every feature [`with_avx512`] compiles for (asked once per
+/// process: callers ask per chunk).
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx512() -> bool {
-    std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx512dq")
-        && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("avx512vl")
-        && std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("bmi1")
-        && std::is_x86_feature_detected!("bmi2")
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512dq")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+    })
 }
 
 /// A kernel of one width: reads `src`, writes every byte of the (possibly uninitialized)
