@@ -1762,12 +1762,7 @@ mod tests {
     #[test]
     fn near_hits_match_encode_near() {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = move || crate::encodings::xorshift(&mut x);
         for width in [8usize, 4] {
             let float = Float { width };
             let scales = [
