@@ -1148,21 +1148,36 @@ enum Deltas {
     Zigzag2,
 }
 
+/// Where a chunk's integers and corrections are.
+enum Stored<'a> {
+    /// Bit-packed or in byte streams (`split`), in the chunk or decoded from its
+    /// entropy-coded streams into the caller's scratch; the correction stream and its
+    /// bits per value when the chunk has one.
+    Bytes {
+        ints: &'a [u8],
+        corrections: Option<(&'a [u8], u8)>,
+    },
+    /// Binned integers, then the correction streams of `correction_bits`, entropy-coded
+    /// in `coded` (which ends where the exceptions start). They are decoded as the
+    /// values are written, the symbols and corrections in `scratch`: a block of
+    /// integers goes from the bins straight to floats.
+    Binned {
+        coded: &'a [u8],
+        correction_bits: Option<u8>,
+        tables: &'a PageTables,
+        scratch: &'a mut Vec<u8>,
+    },
+}
+
 /// A parsed, validated chunk header and where its parts are.
 struct Chunk<'a> {
     scale: Scale,
     bits: u8,
     delta: Deltas,
     split: bool,
-    /// `ints` holds the integers as 8-byte words (decoded from bins), not as `split`
-    /// says.
-    words: bool,
     reference: i64,
     first: i64,
-    /// In the chunk, or decoded from its entropy-coded streams into the caller's scratch.
-    ints: &'a [u8],
-    /// The correction stream and its bits per value, when the chunk has one.
-    corrections: Option<(&'a [u8], u8)>,
+    stored: Stored<'a>,
     positions: &'a [u8],
     exceptions: &'a [u8],
 }
@@ -1176,7 +1191,7 @@ impl<'a> Chunk<'a> {
         chunk: &'a [u8],
         n: usize,
         float: Float,
-        tables: &PageTables,
+        tables: &'a PageTables,
         scratch: &'a mut Vec<u8>,
     ) -> Result<Option<Self>> {
         let corrupt = |what: String| Error::corrupt(format!("alp chunk of {n} values: {what}"));
@@ -1304,48 +1319,52 @@ impl<'a> Chunk<'a> {
         };
         let int_bytes = stream_len(bits);
         let correction_bytes = correction_bits.map_or(0, stream_len);
-        let mut words = false;
-        let (ints, corrections) = if entropy {
+        let exception_bytes = count * (2 + float.width);
+        let stored = if entropy {
             // Integer streams, then correction streams, each decoding to n bytes, laid
-            // out as the byte-streams layout has them; what is left must be the
-            // exceptions.
-            // Binned integers decode to words (8 bytes each, little-endian).
-            let int_bytes = if binned { 8 * n } else { int_bytes };
-            scratch.clear();
-            scratch.resize(int_bytes + correction_bytes + if binned { n } else { 0 }, 0);
-            let (streams, symbols) = scratch.split_at_mut(int_bytes + correction_bytes);
-            let mut coded_from = 0;
+            // out as the byte-streams layout has them; the exceptions end the chunk.
+            let end = chunk
+                .len()
+                .checked_sub(exception_bytes)
+                .filter(|&end| end >= pos)
+                .ok_or_else(|| {
+                    corrupt(format!(
+                        "{} bytes after its header for {count} exceptions",
+                        chunk.len() - pos
+                    ))
+                })?;
+            let coded = &chunk[pos..end];
+            pos = end;
             if binned {
-                let mut words = streams[..int_bytes].chunks_exact_mut(8);
-                pos += entropy::decode_binned(
-                    &chunk[pos..],
-                    symbols,
-                    u32::from(bits),
+                // Read as the values are written: see `decode`.
+                Stored::Binned {
+                    coded,
+                    correction_bits,
                     tables,
-                    |block| {
-                        for (&v, word) in block.iter().zip(&mut words) {
-                            word.copy_from_slice(&v.to_le_bytes());
-                        }
-                    },
-                )?;
-                coded_from = int_bytes;
+                    scratch,
+                }
+            } else {
+                scratch.clear();
+                scratch.resize(int_bytes + correction_bytes, 0);
+                let mut used = 0;
+                for stream in scratch.chunks_exact_mut(n.max(1)) {
+                    used += entropy::decode(&coded[used..], stream, tables)?;
+                }
+                if used != coded.len() {
+                    return Err(corrupt(format!(
+                        "{} bytes after its streams for {count} exceptions",
+                        chunk.len() - (end - coded.len() + used)
+                    )));
+                }
+                let decoded: &'a [u8] = scratch;
+                let (ints, corrections) = decoded.split_at(int_bytes);
+                Stored::Bytes {
+                    ints,
+                    corrections: correction_bits.map(|cbits| (corrections, cbits)),
+                }
             }
-            for stream in streams[coded_from..].chunks_exact_mut(n.max(1)) {
-                pos += entropy::decode(&chunk[pos..], stream, tables)?;
-            }
-            scratch.truncate(int_bytes + correction_bytes);
-            if chunk.len() - pos != count * (2 + float.width) {
-                return Err(corrupt(format!(
-                    "{} bytes after its streams for {count} exceptions",
-                    chunk.len() - pos
-                )));
-            }
-            let decoded: &'a [u8] = scratch;
-            let (ints, corrections) = decoded.split_at(int_bytes);
-            words = binned;
-            (ints, correction_bits.map(|cbits| (corrections, cbits)))
         } else {
-            let expected = pos + int_bytes + correction_bytes + count * (2 + float.width);
+            let expected = pos + int_bytes + correction_bytes + exception_bytes;
             if chunk.len() != expected {
                 return Err(corrupt(format!(
                     "{} bytes, its header says {expected}",
@@ -1357,7 +1376,7 @@ impl<'a> Chunk<'a> {
             let corrections =
                 correction_bits.map(|cbits| (&chunk[pos..pos + correction_bytes], cbits));
             pos += correction_bytes;
-            (ints, corrections)
+            Stored::Bytes { ints, corrections }
         };
         let positions = &chunk[pos..pos + 2 * count];
         let exceptions = &chunk[pos + 2 * count..];
@@ -1382,18 +1401,17 @@ impl<'a> Chunk<'a> {
             bits,
             delta,
             split,
-            words,
             reference,
             first,
-            ints,
-            corrections,
+            stored,
             positions,
             exceptions,
         }))
     }
 
-    /// Writes the `n` decoded values into `out` (`n * width` bytes).
-    fn decode(&self, n: usize, float: Float, out: &mut [u8]) {
+    /// Writes the `n` decoded values into `out` (`n * width` bytes). Binned chunks are
+    /// decoded here, and may turn out corrupt here (with `out` partly written).
+    fn decode(self, n: usize, float: Float, out: &mut [u8]) -> Result<()> {
         // A binary scale divides by 1.0, which changes no value: skipping it is exact.
         kernels::with_avx512(
             #[inline(always)]
@@ -1403,69 +1421,82 @@ impl<'a> Chunk<'a> {
                 (_, false) => self.decode_width::<4, false>(n, out),
                 (_, true) => self.decode_width::<4, true>(n, out),
             },
-        );
+        )
     }
 
     /// [`decode`](Self::decode) for values of `W` bytes: one loop per coding, so the
     /// compiler sees fixed-size stores and no per-value branch.
     #[allow(clippy::inline_always)]
     #[inline(always)]
-    fn decode_width<const W: usize, const BINARY: bool>(&self, n: usize, out: &mut [u8]) {
-        let (mul, div, reference) = (self.scale.mul, self.scale.div, self.reference);
-        let mut acc = self.first;
-        let mut step = 0i64;
-        let mut at = 0usize;
-        let delta = self.delta;
-        let mut ints = [0i64; SCALE_BLOCK];
-        // The integers of a block first (a running sum for deltas), then their floats in
-        // a loop of its own: with no carried sum in it, it converts and scales several
-        // values per instruction. Wrapping throughout: a hostile chunk may hold any
-        // integers; it then decodes to wrong values, never to a panic.
-        let emit = |block: &[u64]| {
-            for part in block.chunks(SCALE_BLOCK) {
-                let ints = &mut ints[..part.len()];
-                // The running sums in locals, not in the closure's captures: a captured
-                // sum is stored and reloaded every value, a chain through memory.
-                let (mut sum, mut slope) = (acc, step);
-                let pairs = ints.iter_mut().zip(part);
-                match delta {
-                    Deltas::None => {
-                        for (int, &u) in pairs {
-                            *int = reference.wrapping_add(u.cast_signed());
-                        }
+    fn decode_width<const W: usize, const BINARY: bool>(
+        self,
+        n: usize,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let mut ints = Ints {
+            mul: self.scale.mul,
+            div: self.scale.div,
+            reference: self.reference,
+            delta: self.delta,
+            sum: self.first,
+            slope: 0,
+            at: 0,
+            block: [0; SCALE_BLOCK],
+        };
+        // Closures marked to inline, and the bins read in this loop rather than through a
+        // sink, so that the loops compile under the caller's target features
+        // (`kernels::with_avx512`), not as baseline functions of their own.
+        let corrections = match self.stored {
+            Stored::Bytes {
+                ints: bytes,
+                corrections,
+            } => {
+                read_stream(
+                    bytes,
+                    n,
+                    self.bits,
+                    self.split,
+                    #[inline(always)]
+                    |block| ints.emit::<W, BINARY>(block, out),
+                );
+                corrections
+            }
+            Stored::Binned {
+                coded,
+                correction_bits,
+                tables,
+                scratch,
+            } => {
+                let correction_bytes =
+                    correction_bits.map_or(0, |bits| n * usize::from(bits).div_ceil(8));
+                scratch.clear();
+                scratch.resize(n + correction_bytes, 0);
+                let (symbols, streams) = scratch.split_at_mut(n);
+                let mut bins =
+                    entropy::Unbinner::new(coded, symbols, u32::from(self.bits), tables)?;
+                let mut block = [0u64; entropy::BIN_BLOCK];
+                loop {
+                    let len = bins.next_block(&mut block);
+                    if len == 0 {
+                        break;
                     }
-                    Deltas::Offset => {
-                        for (int, &u) in pairs {
-                            sum = sum.wrapping_add(reference.wrapping_add(u.cast_signed()));
-                            *int = sum;
-                        }
-                    }
-                    Deltas::Zigzag => {
-                        for (int, &u) in pairs {
-                            sum = sum.wrapping_add(unzigzag(u));
-                            *int = sum;
-                        }
-                    }
-                    Deltas::Zigzag2 => {
-                        for (int, &u) in pairs {
-                            slope = slope.wrapping_add(unzigzag(u));
-                            sum = sum.wrapping_add(slope);
-                            *int = sum;
-                        }
-                    }
+                    ints.emit::<W, BINARY>(&block[..len], out);
                 }
-                (acc, step) = (sum, slope);
-                let dst = &mut out[at * W..(at + part.len()) * W];
-                scale_ints::<W, BINARY>(ints, mul, div, dst);
-                at += part.len();
+                let mut used = bins.finish()?;
+                for stream in streams.chunks_exact_mut(n.max(1)) {
+                    used += entropy::decode(&coded[used..], stream, tables)?;
+                }
+                if used != coded.len() {
+                    return Err(Error::corrupt(format!(
+                        "alp chunk of {n} values: {} bytes after its streams for {} exceptions",
+                        coded.len() - used + self.positions.len() + self.exceptions.len(),
+                        self.positions.len() / 2
+                    )));
+                }
+                correction_bits.map(|bits| (&*streams, bits))
             }
         };
-        if self.words {
-            read_words(self.ints, emit);
-        } else {
-            read_stream(self.ints, n, self.bits, self.split, emit);
-        }
-        if let Some((bytes, bits)) = self.corrections {
+        if let Some((bytes, bits)) = corrections {
             let float = Float { width: W };
             let mut at = 0usize;
             read_stream(bytes, n, bits, self.split, |block| {
@@ -1487,20 +1518,84 @@ impl<'a> Chunk<'a> {
             let p = usize::from(u16::from_le_bytes([p[0], p[1]]));
             out[p * W..(p + 1) * W].copy_from_slice(value);
         }
+        Ok(())
     }
 }
 
-/// Hands the 8-byte little-endian words of `bytes` to `sink` in blocks.
-#[allow(clippy::inline_always)]
-#[inline(always)]
-fn read_words(bytes: &[u8], mut sink: impl FnMut(&[u64])) {
-    let mut block = [0u64; bitpack::BLOCK];
-    for words in bytes.chunks(8 * bitpack::BLOCK) {
-        let len = words.len() / 8;
-        for (v, word) in block.iter_mut().zip(words.chunks_exact(8)) {
-            *v = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+/// A chunk's stored integers on their way to floats, a block at a time: the integers
+/// first (a running sum for deltas), then their floats in a loop of its own, which with
+/// no carried sum in it converts and scales several values per instruction. Wrapping
+/// throughout: a hostile chunk may hold any integers; it then decodes to wrong values,
+/// never to a panic.
+struct Ints {
+    mul: f64,
+    div: f64,
+    reference: i64,
+    delta: Deltas,
+    /// The last integer and, for order 2, the last difference.
+    sum: i64,
+    slope: i64,
+    /// Values written so far.
+    at: usize,
+    block: [i64; SCALE_BLOCK],
+}
+
+impl Ints {
+    /// Writes the floats of the stored integers `stored` (the next ones of the chunk) to
+    /// `out`, after those already written.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn emit<const W: usize, const BINARY: bool>(&mut self, stored: &[u64], out: &mut [u8]) {
+        let reference = self.reference;
+        for part in stored.chunks(SCALE_BLOCK) {
+            let ints = &mut self.block[..part.len()];
+            // The running sums in locals: a sum kept in `self` is stored and reloaded
+            // every value, a chain through memory.
+            let (mut sum, mut slope) = (self.sum, self.slope);
+            let mut done = 0;
+            if matches!(self.delta, Deltas::Zigzag | Deltas::Zigzag2) {
+                let (mut prev, mut step) = (sum.cast_unsigned(), slope.cast_unsigned());
+                done = kernels::sums::sums_words(
+                    part,
+                    self.delta == Deltas::Zigzag2,
+                    &mut prev,
+                    &mut step,
+                    ints,
+                );
+                (sum, slope) = (prev.cast_signed(), step.cast_signed());
+            }
+            let pairs = ints[done..].iter_mut().zip(&part[done..]);
+            match self.delta {
+                Deltas::None => {
+                    for (int, &u) in pairs {
+                        *int = reference.wrapping_add(u.cast_signed());
+                    }
+                }
+                Deltas::Offset => {
+                    for (int, &u) in pairs {
+                        sum = sum.wrapping_add(reference.wrapping_add(u.cast_signed()));
+                        *int = sum;
+                    }
+                }
+                Deltas::Zigzag => {
+                    for (int, &u) in pairs {
+                        sum = sum.wrapping_add(unzigzag(u));
+                        *int = sum;
+                    }
+                }
+                Deltas::Zigzag2 => {
+                    for (int, &u) in pairs {
+                        slope = slope.wrapping_add(unzigzag(u));
+                        sum = sum.wrapping_add(slope);
+                        *int = sum;
+                    }
+                }
+            }
+            (self.sum, self.slope) = (sum, slope);
+            let dst = &mut out[self.at * W..(self.at + part.len()) * W];
+            scale_ints::<W, BINARY>(ints, self.mul, self.div, dst);
+            self.at += part.len();
         }
-        sink(&block[..len]);
     }
 }
 
@@ -1599,7 +1694,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
         }
         match Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)? {
             None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
-            Some(parsed) => parsed.decode(num_values, self.float, out),
+            Some(parsed) => parsed.decode(num_values, self.float, out)?,
         }
         Ok(())
     }
@@ -1730,7 +1825,7 @@ mod tests {
                     }
                     let chunk = encode(&encoder, values);
                     let tables = entropy::PageTables::default();
-                    let mut scratch = Vec::new();
+                    let (mut scratch, mut again) = (Vec::new(), Vec::new());
                     let Some(parsed) =
                         Chunk::parse(&chunk, n, float, &tables, &mut scratch).unwrap()
                     else {
@@ -1743,8 +1838,12 @@ mod tests {
                         (_, false) => parsed.decode_width::<4, false>(n, &mut direct),
                         (_, true) => parsed.decode_width::<4, true>(n, &mut direct),
                     }
+                    .unwrap();
                     let mut built = vec![0u8; values.len()];
-                    parsed.decode(n, float, &mut built);
+                    let parsed = Chunk::parse(&chunk, n, float, &tables, &mut again)
+                        .unwrap()
+                        .expect("parsed once");
+                    parsed.decode(n, float, &mut built).unwrap();
                     assert_eq!(built, direct, "{what}");
                     assert_eq!(built, values, "{what}");
                     chunks += 1;

@@ -1221,49 +1221,104 @@ pub(crate) fn decode_binned(
     tables: &PageTables,
     mut sink: impl FnMut(&[u64]),
 ) -> Result<usize> {
-    let n = symbols.len();
-    let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
-    let used = decode(input, symbols, tables)?;
-    let lead = bin_lead(bits);
-    let bins = &BINS[(lead - 2) as usize];
-    // One pass: a peek past the end of `input` reads zeros, and a symbol out of range
-    // has no low bits; both make the whole an error after the pass.
-    let low = &input[used..];
-    let mut pos = 0usize;
+    let mut reader = Unbinner::new(input, symbols, bits, tables)?;
     let mut block = [0u64; BIN_BLOCK];
-    let wide = bits > 57;
-    for part in symbols.chunks(BIN_BLOCK) {
+    loop {
+        let len = reader.next_block(&mut block);
+        if len == 0 {
+            return reader.finish();
+        }
+        sink(&block[..len]);
+    }
+}
+
+/// Binned integers read back a block at a time, for callers whose use of each block
+/// must compile inside their own loop (under their target features) rather than as a
+/// sink called from here.
+pub(crate) struct Unbinner<'a> {
+    symbols: &'a [u8],
+    /// The low bits, after the coded symbols.
+    low: &'a [u8],
+    /// Bytes of the input the coded symbols took.
+    used: usize,
+    bits: u32,
+    lead: u32,
+    /// Symbols read so far, and the bit position in `low` after their low bits.
+    done: usize,
+    pos: usize,
+}
+
+impl<'a> Unbinner<'a> {
+    /// Decodes the `symbols.len()` bin symbols at the start of `input` into `symbols`.
+    pub(crate) fn new(
+        input: &'a [u8],
+        symbols: &'a mut [u8],
+        bits: u32,
+        tables: &PageTables,
+    ) -> Result<Self> {
+        let used = decode(input, symbols, tables)?;
+        Ok(Self {
+            symbols,
+            low: &input[used..],
+            used,
+            bits,
+            lead: bin_lead(bits),
+            done: 0,
+            pos: 0,
+        })
+    }
+
+    /// Fills the start of `block` with the next integers, [`BIN_BLOCK`] of them or the
+    /// rest; returns how many (0 once all are read). A peek past the end of the low bits
+    /// reads zeros, and a symbol out of range has no low bits: both are errors of
+    /// [`finish`](Self::finish), not here.
+    pub(crate) fn next_block(&mut self, block: &mut [u64; BIN_BLOCK]) -> usize {
+        let part = &self.symbols[self.done..self.symbols.len().min(self.done + BIN_BLOCK)];
         let block = &mut block[..part.len()];
+        let (low, wide) = (self.low, self.bits > 57);
         // Eight at a time in vector registers where the CPU can, the rest (near the end
         // of the low bits, or all of them) one at a time.
         let (done, at) = if wide {
-            (0, pos)
+            (0, self.pos)
         } else {
-            kernels::unbin::unbin(lead, part, low, pos, block)
+            kernels::unbin::unbin(self.lead, part, low, self.pos, block)
         };
         let (rest, tail) = (&part[done..], &mut block[done..]);
-        // The sink runs outside the BMI2 build: it is not inlined there (ALP's is large).
-        pos = kernels::with_bmi2(|| {
+        let bins = &BINS[(self.lead - 2) as usize];
+        self.pos = kernels::with_bmi2(|| {
             if wide {
                 unbin::<true>(bins, rest, low, at, tail)
             } else {
                 unbin::<false>(bins, rest, low, at, tail)
             }
         });
-        sink(block);
+        self.done += part.len();
+        part.len()
     }
-    // A bin's bits grow with its symbol, so the largest symbol has the widest.
-    let largest = symbols.iter().copied().max().unwrap_or(0);
-    if u32::from(bins[usize::from(largest)].bits) > bits {
-        return Err(corrupt(format!(
-            "bin symbol {largest} for integers of {bits} bits"
-        )));
+
+    /// Reads any blocks left and checks what the blocks read (every symbol one an
+    /// integer of the stream's bits has, the low bits all present); returns the bytes of
+    /// the input taken.
+    pub(crate) fn finish(mut self) -> Result<usize> {
+        let mut block = [0u64; BIN_BLOCK];
+        while self.next_block(&mut block) > 0 {}
+        let n = self.symbols.len();
+        let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
+        let bins = &BINS[(self.lead - 2) as usize];
+        // A bin's bits grow with its symbol, so the largest symbol has the widest.
+        let largest = self.symbols.iter().copied().max().unwrap_or(0);
+        if u32::from(bins[usize::from(largest)].bits) > self.bits {
+            return Err(corrupt(format!(
+                "bin symbol {largest} for integers of {} bits",
+                self.bits
+            )));
+        }
+        let len = self.pos.div_ceil(8);
+        if self.low.len() < len {
+            return Err(corrupt(format!("{len} bytes of low bits cut short")));
+        }
+        Ok(self.used + len)
     }
-    let len = pos.div_ceil(8);
-    if low.len() < len {
-        return Err(corrupt(format!("{len} bytes of low bits cut short")));
-    }
-    Ok(used + len)
 }
 
 /// Fills `block` with the integers of the bin symbols `part`, their low bits read from
@@ -1292,8 +1347,8 @@ fn unbin<const WIDE: bool>(
     pos
 }
 
-/// Binned integers go to their sink in blocks of this many.
-const BIN_BLOCK: usize = 256;
+/// Binned integers are read in blocks of this many.
+pub(crate) const BIN_BLOCK: usize = 256;
 
 /// Estimated bytes [`encode`] writes for a stream of these symbol counts: the smallest of
 /// a constant, raw, a table of its own and the best page table of `tables`.

@@ -42,6 +42,29 @@ pub(crate) fn sums(
     0
 }
 
+/// [`sums`] of 8-byte values into integers: writes the running sums of the leading
+/// zigzag `residuals` into `out`, on from `prev` and `delta`, which it updates; returns
+/// how many it wrote (whole vectors only, none without AVX-512F).
+pub(crate) fn sums_words(
+    residuals: &[u64],
+    order2: bool,
+    prev: &mut u64,
+    delta: &mut u64,
+    out: &mut [i64],
+) -> usize {
+    let len = out.len() * 8;
+    // SAFETY: the bytes of `out`, which `out` borrows mutably for the call; every bit
+    // pattern is an `i64` and a byte needs no alignment.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), len) };
+    let n = sums(residuals, order2, prev, delta, 8, bytes);
+    if cfg!(target_endian = "big") {
+        for v in &mut out[..n] {
+            *v = i64::from_le(*v);
+        }
+    }
+    n
+}
+
 /// 4-byte values, 16 at a time.
 ///
 /// # Safety
