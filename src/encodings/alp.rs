@@ -1499,16 +1499,23 @@ impl<'a> Chunk<'a> {
         if let Some((bytes, bits)) = corrections {
             let float = Float { width: W };
             let mut at = 0usize;
-            read_stream(bytes, n, bits, self.split, |block| {
-                let dst = &mut out[at * W..(at + block.len()) * W];
-                for (slot, &z) in dst.chunks_exact_mut(W).zip(block) {
-                    let mut le = [0u8; 8];
-                    le[..W].copy_from_slice(slot);
-                    let fixed = float.correct(u64::from_le_bytes(le), unzigzag(z));
-                    slot.copy_from_slice(&fixed.to_le_bytes()[..W]);
-                }
-                at += block.len();
-            });
+            read_stream(
+                bytes,
+                n,
+                bits,
+                self.split,
+                #[inline(always)]
+                |block| {
+                    let dst = &mut out[at * W..(at + block.len()) * W];
+                    for (slot, &z) in dst.chunks_exact_mut(W).zip(block) {
+                        let mut le = [0u8; 8];
+                        le[..W].copy_from_slice(slot);
+                        let fixed = float.correct(u64::from_le_bytes(le), unzigzag(z));
+                        slot.copy_from_slice(&fixed.to_le_bytes()[..W]);
+                    }
+                    at += block.len();
+                },
+            );
         }
         for (p, value) in self
             .positions

@@ -338,6 +338,11 @@ impl Sums {
             W::BYTES,
             &mut out[at * W::BYTES..n * W::BYTES],
         );
+        if at == n {
+            // All in vectors: no block to zero.
+            (self.prev, self.delta) = (prev, delta);
+            return;
+        }
         let mut block = [0u64; BLOCK];
         let rest = residuals[at..n]
             .chunks(BLOCK)

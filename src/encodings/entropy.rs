@@ -1300,9 +1300,11 @@ impl<'a> Unbinner<'a> {
     /// integer of the stream's bits has, the low bits all present); returns the bytes of
     /// the input taken.
     pub(crate) fn finish(mut self) -> Result<usize> {
-        let mut block = [0u64; BIN_BLOCK];
-        while self.next_block(&mut block) > 0 {}
         let n = self.symbols.len();
+        if self.done < n {
+            let mut block = [0u64; BIN_BLOCK];
+            while self.next_block(&mut block) > 0 {}
+        }
         let corrupt = |what: String| Error::corrupt(format!("{n} binned integers: {what}"));
         let bins = &BINS[(self.lead - 2) as usize];
         // A bin's bits grow with its symbol, so the largest symbol has the widest.
