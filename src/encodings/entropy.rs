@@ -246,11 +246,13 @@ fn spread(norm: &[(u8, u32)], log: u32, mut place: impl FnMut(usize, u8)) {
     let size = 1usize << log;
     let mask = size - 1;
     let step = (size >> 1) + (size >> 3) + 3;
-    let mut pos = 0usize;
+    // The k-th state placed is `k * step` (mod the size): a product per state rather
+    // than a running sum, so no state waits for the one before.
+    let mut k = 0usize;
     for &(symbol, count) in norm {
         for _ in 0..count {
-            place(pos, symbol);
-            pos = (pos + step) & mask;
+            place(k.wrapping_mul(step) & mask, symbol);
+            k += 1;
         }
     }
 }
@@ -274,12 +276,34 @@ fn decode_table(norm: &[(u8, u32)], log: u32) -> Vec<DecodeEntry> {
     for &(symbol, count) in norm {
         next[usize::from(symbol)] = count;
     }
-    for entry in &mut table {
-        let x = next[usize::from(entry.symbol)];
-        next[usize::from(entry.symbol)] += 1;
+    let fill = |entry: &mut DecodeEntry, x: u32| {
         let bits = log - x.ilog2();
         entry.bits = bits as u8;
         entry.base = ((x << bits) - size as u32) as u16;
+    };
+    // Each state takes its symbol's next count. Four states at a time, their counts all
+    // read before any is written back (a state counts the equal symbols before it in
+    // the four): a symbol's count then waits on its store once per four states, not
+    // once per state.
+    let mut quads = table.chunks_exact_mut(4);
+    for quad in &mut quads {
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| usize::from(quad[i].symbol));
+        let xa = next[a];
+        let xb = next[b] + u32::from(a == b);
+        let xc = next[c] + u32::from(a == c) + u32::from(b == c);
+        let xd = next[d] + u32::from(a == d) + u32::from(b == d) + u32::from(c == d);
+        next[a] = xa + 1;
+        next[b] = xb + 1;
+        next[c] = xc + 1;
+        next[d] = xd + 1;
+        for (entry, x) in quad.iter_mut().zip([xa, xb, xc, xd]) {
+            fill(entry, x);
+        }
+    }
+    for entry in quads.into_remainder() {
+        let x = next[usize::from(entry.symbol)];
+        next[usize::from(entry.symbol)] += 1;
+        fill(entry, x);
     }
     table
 }
