@@ -1344,10 +1344,9 @@ impl<'a> Chunk<'a> {
                     scratch,
                 }
             } else {
-                scratch.clear();
-                scratch.resize(int_bytes + correction_bytes, 0);
+                let decoded = super::overwritten(scratch, int_bytes + correction_bytes);
                 let mut used = 0;
-                for stream in scratch.chunks_exact_mut(n.max(1)) {
+                for stream in decoded.chunks_exact_mut(n.max(1)) {
                     used += entropy::decode(&coded[used..], stream, tables)?;
                 }
                 if used != coded.len() {
@@ -1356,7 +1355,7 @@ impl<'a> Chunk<'a> {
                         chunk.len() - (end - coded.len() + used)
                     )));
                 }
-                let decoded: &'a [u8] = scratch;
+                let decoded: &'a [u8] = decoded;
                 let (ints, corrections) = decoded.split_at(int_bytes);
                 Stored::Bytes {
                     ints,
@@ -1469,9 +1468,8 @@ impl<'a> Chunk<'a> {
             } => {
                 let correction_bytes =
                     correction_bits.map_or(0, |bits| n * usize::from(bits).div_ceil(8));
-                scratch.clear();
-                scratch.resize(n + correction_bytes, 0);
-                let (symbols, streams) = scratch.split_at_mut(n);
+                let (symbols, streams) =
+                    super::overwritten(scratch, n + correction_bytes).split_at_mut(n);
                 let mut bins =
                     entropy::Unbinner::new(coded, symbols, u32::from(self.bits), tables)?;
                 let mut block = [0u64; entropy::BIN_BLOCK];

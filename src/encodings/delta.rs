@@ -251,6 +251,24 @@ fn residuals<W: Word>(values: &[u8], order: u8, out: &mut [u8]) {
 /// Turns zigzag residuals of `order` back into values, in place.
 fn undo<W: Word>(values: &mut [u8], order: u8) {
     let mut sums = Sums::new(order);
+    // Order 2's first two residuals (a value and a difference) one at a time, then whole
+    // vectors in place where the CPU has a kernel, then the rest a block at a time.
+    let head = values.len().min(if order == 2 { 2 * W::BYTES } else { 0 });
+    let (head, values) = values.split_at_mut(head);
+    let mut firsts = [0u64; 2];
+    for (first, value) in firsts.iter_mut().zip(head.chunks_exact(W::BYTES)) {
+        *first = W::read(value);
+    }
+    sums.write::<W>(&firsts[..head.len() / W::BYTES], head);
+    let done = crate::kernels::sums::sums_in_place(
+        values,
+        sums.order2,
+        &mut sums.prev,
+        &mut sums.delta,
+        W::BYTES,
+    );
+    sums.seen += done;
+    let values = &mut values[done * W::BYTES..];
     let mut block = [0u64; 256];
     for part in values.chunks_mut(256 * W::BYTES) {
         for (r, value) in block.iter_mut().zip(part.chunks_exact(W::BYTES)) {
@@ -696,8 +714,8 @@ impl DeltaDecompressor {
                 return Ok(());
             }
             Residuals::Streams(mut rest) => {
-                scratch.clear();
-                scratch.resize(out.len(), 0);
+                // Every stream decodes to all of its bytes.
+                let scratch = super::overwritten(scratch, out.len());
                 for stream in scratch.chunks_exact_mut(num_values.max(1)) {
                     let used = entropy::decode(rest, stream, &self.tables)?;
                     rest = &rest[used..];
@@ -712,9 +730,8 @@ impl DeltaDecompressor {
             }
             Residuals::Binned(rest) => {
                 // The sums are taken as the residuals are unbinned.
-                scratch.clear();
-                scratch.resize(num_values, 0);
-                let used = by_width!(self.width, unbin(rest, scratch, &self.tables, out, order))?;
+                let symbols = super::overwritten(scratch, num_values);
+                let used = by_width!(self.width, unbin(rest, symbols, &self.tables, out, order))?;
                 rest.len() - used
             }
         };

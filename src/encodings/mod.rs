@@ -1057,6 +1057,16 @@ fn decompressor_within(
     }
 }
 
+/// The first `len` bytes of `scratch`, for a caller that overwrites all of them: grown
+/// (zeroed) when short, never cleared, so that decoding a chunk does not zero its
+/// buffer first.
+pub(crate) fn overwritten(scratch: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    &mut scratch[..len]
+}
+
 /// One xorshift64 step: the tests' pseudo-random numbers.
 #[cfg(test)]
 pub(crate) fn xorshift(x: &mut u64) -> u64 {

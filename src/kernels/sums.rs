@@ -32,14 +32,120 @@ pub(crate) fn sums(
             match (width, order2) {
                 (4, false) => sums4_avx512::<false>(residuals, prev, delta, out),
                 (4, true) => sums4_avx512::<true>(residuals, prev, delta, out),
-                (8, false) => sums8_avx512::<false>(residuals, prev, delta, out),
-                (8, true) => sums8_avx512::<true>(residuals, prev, delta, out),
+                (8, false) => {
+                    sums8_raw::<false>(residuals.as_ptr().cast(), n, prev, delta, out.as_mut_ptr())
+                }
+                (8, true) => {
+                    sums8_raw::<true>(residuals.as_ptr().cast(), n, prev, delta, out.as_mut_ptr())
+                }
                 _ => 0,
             }
         };
     }
     let _ = (residuals, order2, prev, delta, width, out);
     0
+}
+
+/// [`sums`] where the residuals are the values themselves: `values` holds zigzag
+/// residuals of `width` bytes each (little-endian), which it replaces with their running
+/// sums, on from `prev` and `delta` (updated); returns how many it replaced, whole vectors
+/// from the start (none without AVX-512F or for widths other than 4 and 8).
+pub(crate) fn sums_in_place(
+    values: &mut [u8],
+    order2: bool,
+    prev: &mut u64,
+    delta: &mut u64,
+    width: usize,
+) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        let n = values.len() / width.max(1);
+        // SAFETY: AVX-512F was detected just above. The kernels read and write the
+        // `n` values of `values` only, each vector read before the same bytes are
+        // written; the 8-byte kernel's residuals are those bytes read as words.
+        return unsafe {
+            let at = values.as_mut_ptr();
+            match (width, order2) {
+                (4, false) => sums4_in_place::<false>(at, n, prev, delta),
+                (4, true) => sums4_in_place::<true>(at, n, prev, delta),
+                (8, false) => sums8_raw::<false>(at.cast_const(), n, prev, delta, at),
+                (8, true) => sums8_raw::<true>(at.cast_const(), n, prev, delta, at),
+                _ => 0,
+            }
+        };
+    }
+    let _ = (values, order2, prev, delta, width);
+    0
+}
+
+/// 4-byte residuals replaced by their sums, 16 at a time.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `values` is valid for reads and writes of `4 * n` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap
+)]
+unsafe fn sums4_in_place<const ORDER2: bool>(
+    values: *mut u8,
+    n: usize,
+    prev: &mut u64,
+    delta: &mut u64,
+) -> usize {
+    use core::arch::x86_64::{
+        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512,
+        _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512, _mm512_srli_epi32,
+        _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512, _mm_cvtsi128_si32,
+    };
+
+    let n = n / 16 * 16;
+    if n == 0 {
+        return 0;
+    }
+    let last = _mm512_set1_epi32(15);
+    let one = _mm512_set1_epi32(1);
+    let zero = _mm512_setzero_si512();
+    let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
+    let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
+    for i in (0..n).step_by(16) {
+        // SAFETY: `4 * (i + 16) <= 4 * n` bytes of `values` (the caller's contract).
+        let at = unsafe { values.add(4 * i) };
+        let r = unsafe { _mm512_loadu_si512(at.cast::<__m512i>()) };
+        let d = _mm512_xor_si512(
+            _mm512_srli_epi32::<1>(r),
+            _mm512_sub_epi32(zero, _mm512_and_si512(r, one)),
+        );
+        let d = if ORDER2 {
+            let deltas = _mm512_add_epi32(prefix4(d), carry_delta);
+            carry_delta = _mm512_permutexvar_epi32(last, deltas);
+            deltas
+        } else {
+            d
+        };
+        let sums = _mm512_add_epi32(prefix4(d), carry);
+        carry = _mm512_permutexvar_epi32(last, sums);
+        // SAFETY: as for the load, which has been made.
+        unsafe { _mm512_storeu_si512(at.cast::<__m512i>(), sums) };
+    }
+    *prev = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry)) as u32);
+    *delta = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry_delta)) as u32);
+    n
+}
+
+/// Inclusive prefix sum of 16 32-bit lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn prefix4(mut x: core::arch::x86_64::__m512i) -> core::arch::x86_64::__m512i {
+    use core::arch::x86_64::{_mm512_add_epi32, _mm512_alignr_epi32, _mm512_setzero_si512};
+    let zero = _mm512_setzero_si512();
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32::<15>(x, zero));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32::<14>(x, zero));
+    x = _mm512_add_epi32(x, _mm512_alignr_epi32::<12>(x, zero));
+    _mm512_add_epi32(x, _mm512_alignr_epi32::<8>(x, zero))
 }
 
 /// [`sums`] of 8-byte values into integers: writes the running sums of the leading
@@ -84,10 +190,10 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
 ) -> usize {
     use core::arch::x86_64::{
         __m256i, __m512i, _mm256_and_si256, _mm256_set1_epi32, _mm256_setzero_si256,
-        _mm256_sub_epi32, _mm256_xor_si256, _mm512_add_epi32, _mm512_alignr_epi32,
-        _mm512_castsi256_si512, _mm512_castsi512_si128, _mm512_cvtepi64_epi32, _mm512_inserti64x4,
-        _mm512_loadu_si512, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512,
-        _mm512_srli_epi64, _mm512_storeu_si512, _mm_cvtsi128_si32,
+        _mm256_sub_epi32, _mm256_xor_si256, _mm512_add_epi32, _mm512_castsi256_si512,
+        _mm512_castsi512_si128, _mm512_cvtepi64_epi32, _mm512_inserti64x4, _mm512_loadu_si512,
+        _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srli_epi64, _mm512_storeu_si512,
+        _mm_cvtsi128_si32,
     };
 
     // The unzigzagged differences of 8 residuals, as 32-bit lanes.
@@ -101,16 +207,6 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
             _mm256_and_si256(low, _mm256_set1_epi32(1)),
         );
         _mm256_xor_si256(half, sign)
-    }
-    // Inclusive prefix sum of 16 lanes.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn prefix(mut x: __m512i) -> __m512i {
-        let zero = _mm512_setzero_si512();
-        x = _mm512_add_epi32(x, _mm512_alignr_epi32::<15>(x, zero));
-        x = _mm512_add_epi32(x, _mm512_alignr_epi32::<14>(x, zero));
-        x = _mm512_add_epi32(x, _mm512_alignr_epi32::<12>(x, zero));
-        _mm512_add_epi32(x, _mm512_alignr_epi32::<8>(x, zero))
     }
 
     let n = residuals.len() / 16 * 16;
@@ -131,13 +227,13 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
         };
         let d = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(differences(a)), differences(b));
         let d = if ORDER2 {
-            let deltas = _mm512_add_epi32(prefix(d), carry_delta);
+            let deltas = _mm512_add_epi32(prefix4(d), carry_delta);
             carry_delta = _mm512_permutexvar_epi32(last, deltas);
             deltas
         } else {
             d
         };
-        let values = _mm512_add_epi32(prefix(d), carry);
+        let values = _mm512_add_epi32(prefix4(d), carry);
         carry = _mm512_permutexvar_epi32(last, values);
         // SAFETY: `4 * (i + 16) <= out.len()`.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast::<__m512i>(), values) };
@@ -147,10 +243,12 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
     n
 }
 
-/// 8-byte values, 8 at a time.
+/// 8-byte values, 8 at a time: the residuals, `n` little-endian words at `residuals`,
+/// summed into `n` values at `out`, which may be the same bytes.
 ///
 /// # Safety
-/// The CPU must have AVX-512F; `out.len() == 8 * residuals.len()`.
+/// The CPU must have AVX-512F; `residuals` is valid for reads and `out` for writes of
+/// `8 * n` bytes; if the two overlap, they are the same bytes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(
@@ -158,11 +256,12 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
     clippy::cast_possible_wrap,
     clippy::cast_sign_loss
 )]
-unsafe fn sums8_avx512<const ORDER2: bool>(
-    residuals: &[u64],
+unsafe fn sums8_raw<const ORDER2: bool>(
+    residuals: *const u8,
+    n: usize,
     prev: &mut u64,
     delta: &mut u64,
-    out: &mut [u8],
+    out: *mut u8,
 ) -> usize {
     use core::arch::x86_64::{
         __m512i, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512, _mm512_castsi512_si128,
@@ -181,7 +280,7 @@ unsafe fn sums8_avx512<const ORDER2: bool>(
         _mm512_add_epi64(x, _mm512_alignr_epi64::<4>(x, zero))
     }
 
-    let n = residuals.len() / 8 * 8;
+    let n = n / 8 * 8;
     if n == 0 {
         return 0;
     }
@@ -191,8 +290,8 @@ unsafe fn sums8_avx512<const ORDER2: bool>(
     let mut carry = _mm512_set1_epi64(*prev as i64);
     let mut carry_delta = _mm512_set1_epi64(*delta as i64);
     for i in (0..n).step_by(8) {
-        // SAFETY: `i + 8 <= residuals.len()`.
-        let r = unsafe { _mm512_loadu_si512(residuals.as_ptr().add(i).cast::<__m512i>()) };
+        // SAFETY: `8 * (i + 8) <= 8 * n` bytes (the caller's contract).
+        let r = unsafe { _mm512_loadu_si512(residuals.add(8 * i).cast::<__m512i>()) };
         let d = _mm512_xor_si512(
             _mm512_srli_epi64::<1>(r),
             _mm512_sub_epi64(zero, _mm512_and_si512(r, one)),
@@ -206,8 +305,9 @@ unsafe fn sums8_avx512<const ORDER2: bool>(
         };
         let values = _mm512_add_epi64(prefix(d), carry);
         carry = _mm512_permutexvar_epi64(last, values);
-        // SAFETY: `8 * (i + 8) <= out.len()`.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(8 * i).cast::<__m512i>(), values) };
+        // SAFETY: as for the load, made before this store to the same bytes if they
+        // are the same.
+        unsafe { _mm512_storeu_si512(out.add(8 * i).cast::<__m512i>(), values) };
     }
     *prev = _mm_cvtsi128_si64(_mm512_castsi512_si128(carry)) as u64;
     *delta = _mm_cvtsi128_si64(_mm512_castsi512_si128(carry_delta)) as u64;
@@ -266,6 +366,61 @@ mod tests {
                         if order2 {
                             assert_eq!(delta & m, d & m);
                         }
+                    }
+                }
+            }
+        }
+    }
+    /// In place, the residuals read from the values' own bytes, the sums are those of
+    /// [`sums`] (checked against a scalar reference above), for every length and both
+    /// widths and orders.
+    #[test]
+    fn sums_in_place_match_sums() {
+        if sums_in_place(&mut [0u8; 64], false, &mut 0, &mut 0, 4) == 0 {
+            eprintln!("SKIPPED: this CPU has no sums kernel (AVX-512F); nothing to compare");
+            return;
+        }
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for width in [4usize, 8] {
+            let m = u64::MAX >> (64 - 8 * width);
+            for order2 in [false, true] {
+                for len in 0..=70 {
+                    let residuals: Vec<u64> = (0..len)
+                        .map(|i| {
+                            let r = crate::encodings::xorshift(&mut x);
+                            if i % 3 == 0 {
+                                r & m
+                            } else {
+                                r % 9
+                            }
+                        })
+                        .collect();
+                    let (p0, d0) = (
+                        crate::encodings::xorshift(&mut x),
+                        crate::encodings::xorshift(&mut x),
+                    );
+                    let mut expected = vec![0u8; len * width];
+                    let (mut p1, mut d1) = (p0, d0);
+                    let want = sums(&residuals, order2, &mut p1, &mut d1, width, &mut expected);
+                    let mut values: Vec<u8> = residuals
+                        .iter()
+                        .flat_map(|r| r.to_le_bytes()[..width].to_vec())
+                        .collect();
+                    let (mut p2, mut d2) = (p0, d0);
+                    let done = sums_in_place(&mut values, order2, &mut p2, &mut d2, width);
+                    assert_eq!(done, want, "{width} {order2} {len}");
+                    assert_eq!(
+                        values[..done * width],
+                        expected[..done * width],
+                        "{width} {order2} {len}"
+                    );
+                    // The values past the vectors are left as they were.
+                    for (i, r) in residuals.iter().enumerate().skip(done) {
+                        assert_eq!(values[i * width..(i + 1) * width], r.to_le_bytes()[..width]);
+                    }
+                    if done > 0 {
+                        assert_eq!(p2 & m, p1 & m);
+                        assert_eq!(d2 & m, d1 & m);
                     }
                 }
             }
