@@ -189,24 +189,22 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
     out: &mut [u8],
 ) -> usize {
     use core::arch::x86_64::{
-        __m256i, __m512i, _mm256_and_si256, _mm256_set1_epi32, _mm256_setzero_si256,
-        _mm256_sub_epi32, _mm256_xor_si256, _mm512_add_epi32, _mm512_castsi256_si512,
-        _mm512_castsi512_si128, _mm512_cvtepi64_epi32, _mm512_inserti64x4, _mm512_loadu_si512,
-        _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_srli_epi64, _mm512_storeu_si512,
-        _mm_cvtsi128_si32,
+        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512,
+        _mm512_permutex2var_epi32, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_set1_epi64,
+        _mm512_set_epi32, _mm512_setzero_si512, _mm512_srli_epi64, _mm512_storeu_si512,
+        _mm512_sub_epi64, _mm512_xor_si512, _mm_cvtsi128_si32,
     };
 
-    // The unzigzagged differences of 8 residuals, as 32-bit lanes.
+    // The unzigzagged differences of 8 residuals, in 64-bit lanes (of which the low 32
+    // bits are kept).
     #[target_feature(enable = "avx512f")]
     #[inline]
-    fn differences(r: __m512i) -> __m256i {
-        let low = _mm512_cvtepi64_epi32(r);
-        let half = _mm512_cvtepi64_epi32(_mm512_srli_epi64::<1>(r));
-        let sign = _mm256_sub_epi32(
-            _mm256_setzero_si256(),
-            _mm256_and_si256(low, _mm256_set1_epi32(1)),
+    fn differences(r: __m512i) -> __m512i {
+        let sign = _mm512_sub_epi64(
+            _mm512_setzero_si512(),
+            _mm512_and_si512(r, _mm512_set1_epi64(1)),
         );
-        _mm256_xor_si256(half, sign)
+        _mm512_xor_si512(_mm512_srli_epi64::<1>(r), sign)
     }
 
     let n = residuals.len() / 16 * 16;
@@ -214,6 +212,9 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
         return 0;
     }
     let last = _mm512_set1_epi32(15);
+    // The low halves of two vectors' 64-bit lanes: one two-source permutation where
+    // narrowing each would take two.
+    let low_halves = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
     let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
     for i in (0..n).step_by(16) {
@@ -225,7 +226,7 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
                 _mm512_loadu_si512(at.add(8).cast::<__m512i>()),
             )
         };
-        let d = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(differences(a)), differences(b));
+        let d = _mm512_permutex2var_epi32(differences(a), low_halves, differences(b));
         let d = if ORDER2 {
             let deltas = _mm512_add_epi32(prefix4(d), carry_delta);
             carry_delta = _mm512_permutexvar_epi32(last, deltas);
