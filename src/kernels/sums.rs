@@ -12,8 +12,8 @@
 /// Writes the values of the leading zigzag `residuals` into `out` (`width` bytes each,
 /// little-endian), summed once, or twice with `order2`, on from `prev` (the last value)
 /// and `delta` (the last difference), which it updates; returns how many it wrote: whole
-/// vectors only, none without AVX-512F or for widths other than 4 and 8. Residuals are
-/// taken modulo 2^(8 * width).
+/// vectors only, none without AVX-512F or for widths other than 4 and 8. The differences
+/// (unzigzagged residuals) are taken modulo 2^(8 * width), as the scalar sums do.
 pub(crate) fn sums(
     residuals: &[u64],
     order2: bool,
@@ -30,8 +30,20 @@ pub(crate) fn sums(
         // `residuals` and `out`, which hold `n` values each.
         return unsafe {
             match (width, order2) {
-                (4, false) => sums4_avx512::<false>(residuals, prev, delta, out),
-                (4, true) => sums4_avx512::<true>(residuals, prev, delta, out),
+                (4, false) => sums4_raw::<false, true>(
+                    residuals.as_ptr().cast(),
+                    n,
+                    prev,
+                    delta,
+                    out.as_mut_ptr(),
+                ),
+                (4, true) => sums4_raw::<true, true>(
+                    residuals.as_ptr().cast(),
+                    n,
+                    prev,
+                    delta,
+                    out.as_mut_ptr(),
+                ),
                 (8, false) => {
                     sums8_raw::<false>(residuals.as_ptr().cast(), n, prev, delta, out.as_mut_ptr())
                 }
@@ -66,8 +78,8 @@ pub(crate) fn sums_in_place(
         return unsafe {
             let at = values.as_mut_ptr();
             match (width, order2) {
-                (4, false) => sums4_in_place::<false>(at, n, prev, delta),
-                (4, true) => sums4_in_place::<true>(at, n, prev, delta),
+                (4, false) => sums4_raw::<false, false>(at.cast_const(), n, prev, delta, at),
+                (4, true) => sums4_raw::<true, false>(at.cast_const(), n, prev, delta, at),
                 (8, false) => sums8_raw::<false>(at.cast_const(), n, prev, delta, at),
                 (8, true) => sums8_raw::<true>(at.cast_const(), n, prev, delta, at),
                 _ => 0,
@@ -76,63 +88,6 @@ pub(crate) fn sums_in_place(
     }
     let _ = (values, order2, prev, delta, width);
     0
-}
-
-/// 4-byte residuals replaced by their sums, 16 at a time.
-///
-/// # Safety
-/// The CPU must have AVX-512F; `values` is valid for reads and writes of `4 * n` bytes.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-#[allow(
-    clippy::cast_ptr_alignment,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap
-)]
-unsafe fn sums4_in_place<const ORDER2: bool>(
-    values: *mut u8,
-    n: usize,
-    prev: &mut u64,
-    delta: &mut u64,
-) -> usize {
-    use core::arch::x86_64::{
-        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512,
-        _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_setzero_si512, _mm512_srli_epi32,
-        _mm512_storeu_si512, _mm512_sub_epi32, _mm512_xor_si512, _mm_cvtsi128_si32,
-    };
-
-    let n = n / 16 * 16;
-    if n == 0 {
-        return 0;
-    }
-    let last = _mm512_set1_epi32(15);
-    let one = _mm512_set1_epi32(1);
-    let zero = _mm512_setzero_si512();
-    let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
-    let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
-    for i in (0..n).step_by(16) {
-        // SAFETY: `4 * (i + 16) <= 4 * n` bytes of `values` (the caller's contract).
-        let at = unsafe { values.add(4 * i) };
-        let r = unsafe { _mm512_loadu_si512(at.cast::<__m512i>()) };
-        let d = _mm512_xor_si512(
-            _mm512_srli_epi32::<1>(r),
-            _mm512_sub_epi32(zero, _mm512_and_si512(r, one)),
-        );
-        let d = if ORDER2 {
-            let deltas = _mm512_add_epi32(prefix4(d), carry_delta);
-            carry_delta = _mm512_permutexvar_epi32(last, deltas);
-            deltas
-        } else {
-            d
-        };
-        let sums = _mm512_add_epi32(prefix4(d), carry);
-        carry = _mm512_permutexvar_epi32(last, sums);
-        // SAFETY: as for the load, which has been made.
-        unsafe { _mm512_storeu_si512(at.cast::<__m512i>(), sums) };
-    }
-    *prev = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry)) as u32);
-    *delta = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry_delta)) as u32);
-    n
 }
 
 /// Inclusive prefix sum of 16 32-bit lanes.
@@ -162,19 +117,18 @@ pub(crate) fn sums_words(
     // SAFETY: the bytes of `out`, which `out` borrows mutably for the call; every bit
     // pattern is an `i64` and a byte needs no alignment.
     let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), len) };
-    let n = sums(residuals, order2, prev, delta, 8, bytes);
-    if cfg!(target_endian = "big") {
-        for v in &mut out[..n] {
-            *v = i64::from_le(*v);
-        }
-    }
-    n
+    // Only x86_64 has the kernel, and it is little-endian: the bytes are the integers.
+    sums(residuals, order2, prev, delta, 8, bytes)
 }
 
-/// 4-byte values, 16 at a time.
+/// 4-byte values, 16 at a time: the residuals at `residuals`, `n` little-endian 8-byte
+/// words (`WORDS`; their differences taken modulo 2^32) or `n` 4-byte values, summed into
+/// `n` values at `out`, which may be the same bytes as 4-byte residuals.
 ///
 /// # Safety
-/// The CPU must have AVX-512F; `out.len() == 4 * residuals.len()`.
+/// The CPU must have AVX-512F; `residuals` is valid for reads of `8 * n` bytes
+/// (`WORDS`) or `4 * n`, and `out` for writes of `4 * n`; if the two overlap, they are
+/// the same bytes and not `WORDS`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(
@@ -182,21 +136,23 @@ pub(crate) fn sums_words(
     clippy::cast_possible_truncation,
     clippy::cast_possible_wrap
 )]
-unsafe fn sums4_avx512<const ORDER2: bool>(
-    residuals: &[u64],
+unsafe fn sums4_raw<const ORDER2: bool, const WORDS: bool>(
+    residuals: *const u8,
+    n: usize,
     prev: &mut u64,
     delta: &mut u64,
-    out: &mut [u8],
+    out: *mut u8,
 ) -> usize {
     use core::arch::x86_64::{
         __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512,
         _mm512_permutex2var_epi32, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_set1_epi64,
-        _mm512_set_epi32, _mm512_setzero_si512, _mm512_srli_epi64, _mm512_storeu_si512,
-        _mm512_sub_epi64, _mm512_xor_si512, _mm_cvtsi128_si32,
+        _mm512_set_epi32, _mm512_setzero_si512, _mm512_srli_epi32, _mm512_srli_epi64,
+        _mm512_storeu_si512, _mm512_sub_epi32, _mm512_sub_epi64, _mm512_xor_si512,
+        _mm_cvtsi128_si32,
     };
 
-    // The unzigzagged differences of 8 residuals, in 64-bit lanes (of which the low 32
-    // bits are kept).
+    // The unzigzagged differences of 8 8-byte residuals, in 64-bit lanes (of which the
+    // low 32 bits are kept).
     #[target_feature(enable = "avx512f")]
     #[inline]
     fn differences(r: __m512i) -> __m512i {
@@ -207,7 +163,7 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
         _mm512_xor_si512(_mm512_srli_epi64::<1>(r), sign)
     }
 
-    let n = residuals.len() / 16 * 16;
+    let n = n / 16 * 16;
     if n == 0 {
         return 0;
     }
@@ -218,15 +174,25 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
     let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
     let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
     for i in (0..n).step_by(16) {
-        // SAFETY: `i + 16 <= residuals.len()`.
-        let (a, b) = unsafe {
-            let at = residuals.as_ptr().add(i);
-            (
-                _mm512_loadu_si512(at.cast::<__m512i>()),
-                _mm512_loadu_si512(at.add(8).cast::<__m512i>()),
+        let d = if WORDS {
+            // SAFETY: `8 * (i + 16) <= 8 * n` bytes (the caller's contract).
+            let (a, b) = unsafe {
+                let at = residuals.add(8 * i);
+                (
+                    _mm512_loadu_si512(at.cast::<__m512i>()),
+                    _mm512_loadu_si512(at.add(64).cast::<__m512i>()),
+                )
+            };
+            _mm512_permutex2var_epi32(differences(a), low_halves, differences(b))
+        } else {
+            // SAFETY: `4 * (i + 16) <= 4 * n` bytes (the caller's contract).
+            let r = unsafe { _mm512_loadu_si512(residuals.add(4 * i).cast::<__m512i>()) };
+            let one = _mm512_set1_epi32(1);
+            _mm512_xor_si512(
+                _mm512_srli_epi32::<1>(r),
+                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_and_si512(r, one)),
             )
         };
-        let d = _mm512_permutex2var_epi32(differences(a), low_halves, differences(b));
         let d = if ORDER2 {
             let deltas = _mm512_add_epi32(prefix4(d), carry_delta);
             carry_delta = _mm512_permutexvar_epi32(last, deltas);
@@ -236,8 +202,9 @@ unsafe fn sums4_avx512<const ORDER2: bool>(
         };
         let values = _mm512_add_epi32(prefix4(d), carry);
         carry = _mm512_permutexvar_epi32(last, values);
-        // SAFETY: `4 * (i + 16) <= out.len()`.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast::<__m512i>(), values) };
+        // SAFETY: `4 * (i + 16) <= 4 * n` bytes of `out`; in place, the load from the
+        // same bytes has been made.
+        unsafe { _mm512_storeu_si512(out.add(4 * i).cast::<__m512i>(), values) };
     }
     *prev = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry)) as u32);
     *delta = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry_delta)) as u32);
