@@ -724,8 +724,10 @@ impl PageTables {
     /// Tables for the kinds of stream in `streams` (histograms of a sample of a page's
     /// streams, each standing for `scale` streams of the page): a table per kind of two
     /// or more symbols, kept when the streams that would use it save more bytes than it
-    /// takes, at most [`MAX_PAGE_TABLES`]; a state for every four counted bytes, up to
-    /// [`MAX_TABLE_LOG`].
+    /// takes, at most [`MAX_PAGE_TABLES`]; a state for every eight counted bytes, up to
+    /// [`MAX_TABLE_LOG`]. (Every decoder builds a page's tables before its first chunk,
+    /// a step per state: on small pages, finer tables cost a good part of the decoding
+    /// time and code their symbols no better.)
     pub fn from_streams(streams: &[KindHistogram], scale: f64) -> Self {
         let mut kinds: Vec<usize> = streams.iter().map(|&(kind, _)| kind).collect();
         kinds.sort_unstable();
@@ -743,7 +745,7 @@ impl PageTables {
             if k < 2 {
                 continue;
             }
-            let log = (n / 4)
+            let log = (n / 8)
                 .max(1)
                 .ilog2()
                 .clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
