@@ -1,5 +1,6 @@
-//! Binned integers rebuilt eight at a time (x86_64 AVX2): the vector form of the entropy
-//! coder's bins (`encodings::entropy`), where an integer is a bin symbol plus low bits.
+//! Binned integers rebuilt eight or sixteen at a time (x86_64 AVX2, AVX-512 VBMI): the
+//! vector form of the entropy coder's bins (`encodings::entropy`), where an integer is a
+//! bin symbol plus low bits.
 //!
 //! With `lead` (2 or 3) bits after the leading one, symbol `s` below `2^lead` is the
 //! integer itself with no low bits; any other `s` has `t = s >> lead` (at least 1),
@@ -12,6 +13,9 @@
 //! stores eight integers. The only dependency from one group to the next is the bit
 //! position, one scalar addition, where the scalar reader's loop carries a table load,
 //! a load at the position and its shift for every integer.
+//!
+//! The AVX-512 kernel takes sixteen integers a group in 32-bit lanes where all sixteen
+//! have few enough low bits, eight in 64-bit lanes where not.
 //!
 //! Bounds: a group starts only when eight whole 64-bit words past its position lie
 //! within the bit string (64 low bits an integer at most), checked in the loop, so no
@@ -29,7 +33,10 @@ fn kernels() -> Vec<(&'static str, Kernel)> {
     let mut found: Vec<(&'static str, Kernel)> = Vec::new();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vbmi") {
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vbmi")
+        {
             found.push(("avx512vbmi", x86_avx512vbmi));
         }
         if std::is_x86_feature_detected!("avx2") {
@@ -124,7 +131,13 @@ macro_rules! safe_kernel {
         }
     };
 }
-safe_kernel!(x86_avx512vbmi, unbin_avx512vbmi, "avx512f", "avx512vbmi");
+safe_kernel!(
+    x86_avx512vbmi,
+    unbin_avx512vbmi,
+    "avx512f",
+    "avx512bw",
+    "avx512vbmi"
+);
 safe_kernel!(x86_avx2, unbin_avx2, "avx2");
 
 /// Whole groups of eight, while each group's 64-bit reads lie within `low`.
@@ -223,11 +236,14 @@ unsafe fn unbin_avx2<const LEAD: u32>(
 /// Whole groups of eight, while each group's 64-byte window lies within `low`: the
 /// group's low bits (at most 8 * 61 bits past `pos % 8`) are in the 64 bytes from byte
 /// `pos / 8`, and one byte permutation gives each integer the 8 bytes from its first.
+/// Where the next sixteen integers all have at most [`NARROW_BITS`] low bits (the usual
+/// case: every integer below 2^28 has so few), they go as one group of sixteen in 32-bit
+/// lanes, half the instructions an integer, widened to 64 bits only to be stored.
 ///
 /// # Safety
-/// The CPU must have AVX-512F and AVX-512 VBMI.
+/// The CPU must have AVX-512F, AVX-512BW and AVX-512 VBMI.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vbmi")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[allow(clippy::cast_ptr_alignment, clippy::cast_possible_wrap)]
 unsafe fn unbin_avx512vbmi<const LEAD: u32>(
     symbols: &[u8],
@@ -236,13 +252,18 @@ unsafe fn unbin_avx512vbmi<const LEAD: u32>(
     out: &mut [u64],
 ) -> (usize, usize) {
     use core::arch::x86_64::{
-        __m128i, __m512i, _mm256_extract_epi64, _mm512_add_epi64, _mm512_alignr_epi64,
-        _mm512_and_si512, _mm512_andnot_si512, _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64,
-        _mm512_loadu_si512, _mm512_max_epu64, _mm512_min_epu64, _mm512_or_si512,
-        _mm512_permutexvar_epi8, _mm512_set1_epi64, _mm512_set_epi64, _mm512_setzero_si512,
-        _mm512_shuffle_epi8, _mm512_sll_epi64, _mm512_sllv_epi64, _mm512_srl_epi64,
-        _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_storeu_si512, _mm512_sub_epi64,
-        _mm_cvtsi32_si128, _mm_loadl_epi64,
+        __m128i, __m512i, _mm256_extract_epi64, _mm512_add_epi32, _mm512_add_epi64,
+        _mm512_alignr_epi32, _mm512_alignr_epi64, _mm512_and_si512, _mm512_andnot_si512,
+        _mm512_castsi512_si256, _mm512_cmpgt_epu32_mask, _mm512_cvtepu32_epi64,
+        _mm512_cvtepu8_epi32, _mm512_cvtepu8_epi64, _mm512_extracti32x4_epi32,
+        _mm512_extracti64x4_epi64, _mm512_loadu_si512, _mm512_max_epu32, _mm512_max_epu64,
+        _mm512_min_epu32, _mm512_min_epu64, _mm512_or_si512, _mm512_permutexvar_epi8,
+        _mm512_set1_epi32, _mm512_set1_epi64, _mm512_set4_epi32, _mm512_set_epi64,
+        _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_sll_epi32, _mm512_sll_epi64,
+        _mm512_sllv_epi32, _mm512_sllv_epi64, _mm512_srl_epi32, _mm512_srl_epi64,
+        _mm512_srli_epi32, _mm512_srli_epi64, _mm512_srlv_epi32, _mm512_srlv_epi64,
+        _mm512_storeu_si512, _mm512_sub_epi32, _mm512_sub_epi64, _mm_cvtsi32_si128,
+        _mm_extract_epi32, _mm_loadl_epi64, _mm_loadu_si128,
     };
 
     let n = symbols.len().min(out.len());
@@ -265,53 +286,129 @@ unsafe fn unbin_avx512vbmi<const LEAD: u32>(
         0,
     );
     let steps = _mm512_set1_epi64(0x0706_0504_0302_0100);
+    // The same for sixteen integers in 32-bit lanes, four bytes each.
+    let one32 = _mm512_set1_epi32(1);
+    let top32 = _mm512_set1_epi32((1 << LEAD) - 1);
+    let seven32 = _mm512_set1_epi32(7);
+    let ones32 = _mm512_set1_epi32(-1);
+    let narrow = _mm512_set1_epi32(NARROW_BITS as i32 + 1);
+    let spread32 = _mm512_set4_epi32(0x0c0c_0c0c, 0x0808_0808, 0x0404_0404, 0);
+    let steps32 = _mm512_set1_epi32(0x0302_0100);
     let mut i = 0;
     while i + 8 <= n && pos / 8 + 64 <= low.len() {
-        // SAFETY: `i + 8 <= symbols.len()`, checked by the loop.
-        let s = _mm512_cvtepu8_epi64(unsafe {
-            _mm_loadl_epi64(symbols.as_ptr().add(i).cast::<__m128i>())
-        });
-        let t = _mm512_srl_epi64(s, lead);
-        let bits = _mm512_sub_epi64(_mm512_max_epu64(t, one), one);
-        let high = _mm512_sllv_epi64(
-            _mm512_or_si512(
-                _mm512_sll_epi64(_mm512_min_epu64(t, one), lead),
-                _mm512_and_si512(s, top_mask),
-            ),
-            bits,
-        );
-        // Inclusive prefix sum of the bit counts across the eight lanes.
-        let mut sum = _mm512_add_epi64(bits, _mm512_alignr_epi64::<7>(bits, zero));
-        sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<6>(sum, zero));
-        sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<4>(sum, zero));
-        // Each integer's first bit, counted from byte `pos / 8`.
-        let starts = _mm512_add_epi64(
-            _mm512_sub_epi64(sum, bits),
-            _mm512_set1_epi64((pos % 8) as i64),
-        );
-        let index = _mm512_add_epi64(
-            _mm512_shuffle_epi8(_mm512_srli_epi64::<3>(starts), spread),
-            steps,
-        );
-        // SAFETY: `pos / 8 + 64 <= low.len()`, checked by the loop.
-        let window = unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
-        let words = _mm512_srlv_epi64(
-            _mm512_permutexvar_epi8(index, window),
-            _mm512_and_si512(starts, seven),
-        );
-        let words = _mm512_andnot_si512(_mm512_sllv_epi64(ones, bits), words);
-        // SAFETY: `i + 8 <= out.len()`, checked by the loop.
-        unsafe {
-            _mm512_storeu_si512(
-                out.as_mut_ptr().add(i).cast::<__m512i>(),
-                _mm512_or_si512(words, high),
-            );
+        if i + 16 <= n {
+            // SAFETY: `i + 16 <= symbols.len()`, checked just above.
+            let s = _mm512_cvtepu8_epi32(unsafe {
+                _mm_loadu_si128(symbols.as_ptr().add(i).cast::<__m128i>())
+            });
+            let t = _mm512_srl_epi32(s, lead);
+            // Low bits `t - 1` of at most NARROW_BITS for all sixteen: each one's four
+            // bytes from its first (byte 47 + 4 at most) lie in the 64-byte window, and
+            // its integer (under 2^29) in 32 bits.
+            if _mm512_cmpgt_epu32_mask(t, narrow) == 0 {
+                let bits = _mm512_sub_epi32(_mm512_max_epu32(t, one32), one32);
+                let high = _mm512_sllv_epi32(
+                    _mm512_or_si512(
+                        _mm512_sll_epi32(_mm512_min_epu32(t, one32), lead),
+                        _mm512_and_si512(s, top32),
+                    ),
+                    bits,
+                );
+                let mut sum = _mm512_add_epi32(bits, _mm512_alignr_epi32::<15>(bits, zero));
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<14>(sum, zero));
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<12>(sum, zero));
+                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<8>(sum, zero));
+                let starts = _mm512_add_epi32(
+                    _mm512_sub_epi32(sum, bits),
+                    _mm512_set1_epi32((pos % 8) as i32),
+                );
+                let index = _mm512_add_epi32(
+                    _mm512_shuffle_epi8(_mm512_srli_epi32::<3>(starts), spread32),
+                    steps32,
+                );
+                // SAFETY: `pos / 8 + 64 <= low.len()`, checked by the loop.
+                let window =
+                    unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
+                let words = _mm512_srlv_epi32(
+                    _mm512_permutexvar_epi8(index, window),
+                    _mm512_and_si512(starts, seven32),
+                );
+                let words = _mm512_andnot_si512(_mm512_sllv_epi32(ones32, bits), words);
+                let values = _mm512_or_si512(words, high);
+                // SAFETY: `i + 16 <= out.len()`, checked above.
+                unsafe {
+                    let at = out.as_mut_ptr().add(i);
+                    _mm512_storeu_si512(
+                        at.cast::<__m512i>(),
+                        _mm512_cvtepu32_epi64(_mm512_castsi512_si256(values)),
+                    );
+                    _mm512_storeu_si512(
+                        at.add(8).cast::<__m512i>(),
+                        _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(values)),
+                    );
+                }
+                pos += _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(sum)) as u32 as usize;
+                i += 16;
+                continue;
+            }
         }
-        pos += _mm256_extract_epi64::<3>(_mm512_extracti64x4_epi64::<1>(sum)) as usize;
-        i += 8;
+        // Groups of eight: two of them where sixteen would not do (wide integers come
+        // in runs), so such runs do not test every group of sixteen.
+        for _ in 0..2 {
+            if i + 8 > n || pos / 8 + 64 > low.len() {
+                break;
+            }
+            // SAFETY: `i + 8 <= symbols.len()`, checked just above.
+            let s = _mm512_cvtepu8_epi64(unsafe {
+                _mm_loadl_epi64(symbols.as_ptr().add(i).cast::<__m128i>())
+            });
+            let t = _mm512_srl_epi64(s, lead);
+            let bits = _mm512_sub_epi64(_mm512_max_epu64(t, one), one);
+            let high = _mm512_sllv_epi64(
+                _mm512_or_si512(
+                    _mm512_sll_epi64(_mm512_min_epu64(t, one), lead),
+                    _mm512_and_si512(s, top_mask),
+                ),
+                bits,
+            );
+            // Inclusive prefix sum of the bit counts across the eight lanes.
+            let mut sum = _mm512_add_epi64(bits, _mm512_alignr_epi64::<7>(bits, zero));
+            sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<6>(sum, zero));
+            sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<4>(sum, zero));
+            // Each integer's first bit, counted from byte `pos / 8`.
+            let starts = _mm512_add_epi64(
+                _mm512_sub_epi64(sum, bits),
+                _mm512_set1_epi64((pos % 8) as i64),
+            );
+            let index = _mm512_add_epi64(
+                _mm512_shuffle_epi8(_mm512_srli_epi64::<3>(starts), spread),
+                steps,
+            );
+            // SAFETY: `pos / 8 + 64 <= low.len()`, checked just above.
+            let window = unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
+            let words = _mm512_srlv_epi64(
+                _mm512_permutexvar_epi8(index, window),
+                _mm512_and_si512(starts, seven),
+            );
+            let words = _mm512_andnot_si512(_mm512_sllv_epi64(ones, bits), words);
+            // SAFETY: `i + 8 <= out.len()`, checked just above.
+            unsafe {
+                _mm512_storeu_si512(
+                    out.as_mut_ptr().add(i).cast::<__m512i>(),
+                    _mm512_or_si512(words, high),
+                );
+            }
+            pos += _mm256_extract_epi64::<3>(_mm512_extracti64x4_epi64::<1>(sum)) as usize;
+            i += 8;
+        }
     }
     (i, pos)
 }
+
+/// Most low bits an integer may have for [`unbin_avx512vbmi`]'s groups of sixteen: with
+/// the 7 bits of its first byte before them, they fit the 32 bits read from that byte.
+#[cfg(target_arch = "x86_64")]
+const NARROW_BITS: u32 = 25;
 
 #[cfg(test)]
 mod tests {
@@ -358,10 +455,20 @@ mod tests {
             let valid = (0..=255u8)
                 .filter(|&s| u32::from(s >> lead) + lead <= 57)
                 .count();
-            for len in 0..=80 {
-                for start in [0, 1, 7, 13] {
-                    let symbols: Vec<u8> =
-                        (0..len).map(|_| (next() % valid as u64) as u8).collect();
+            // Symbols of integers with at most 25 low bits (the groups of sixteen).
+            let narrow = (0..=255u8).filter(|&s| u32::from(s >> lead) <= 26).count();
+            for (len, start, kind) in (0..=80)
+                .flat_map(|len| [0, 1, 7, 13].map(|start| (len, start)))
+                .flat_map(|(len, start)| [0, 1, 2].map(|kind| (len, start, kind)))
+            {
+                {
+                    // Any symbol; narrow ones only; narrow ones and one in 24 wide.
+                    let symbols: Vec<u8> = (0..len)
+                        .map(|_| {
+                            let wide = kind == 0 || (kind == 2 && next() % 24 == 0);
+                            (next() % if wide { valid } else { narrow } as u64) as u8
+                        })
+                        .collect();
                     let low: Vec<u8> = (0..len * 8 + 80).map(|_| next() as u8).collect();
                     // Also a bit string too short for some groups.
                     for (whole, low) in [(true, &low[..]), (false, &low[..len * 3])] {
@@ -373,7 +480,10 @@ mod tests {
                         for (k, &s) in symbols[..done].iter().enumerate() {
                             let (high, bits) = bin(lead, s);
                             let want = high | bits_at(low, pos, bits);
-                            assert_eq!(out[k], want, "{name} lead {lead} len {len} value {k}");
+                            assert_eq!(
+                                out[k], want,
+                                "{name} lead {lead} len {len} kind {kind} value {k}"
+                            );
                             pos += bits as usize;
                         }
                         assert_eq!(end, pos);
