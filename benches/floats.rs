@@ -8,8 +8,8 @@
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
 //! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta`,
-//! `delta+zstd`, `bss+zstd`, `dict+zstd`, `pco`, `parquet`). A page's size counts its chunk table, its
-//! encoding message and its page buffers.
+//! `delta+zstd`, `bss+zstd`, `dict+zstd`, `bitpack`, `dict`, `pco`, `parquet`). A page's
+//! size counts its chunk table, its encoding message and its page buffers.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -46,7 +46,7 @@ type Pages = Vec<(EncodedPage, Vec<u8>)>;
 
 /// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
 /// the fixed encodings it chooses from on floats.
-const STRATEGIES: [&str; 10] = [
+const STRATEGIES: [&str; 12] = [
     "auto:0",
     "auto",
     "alp+ans",
@@ -57,6 +57,8 @@ const STRATEGIES: [&str; 10] = [
     "delta+zstd",
     "bss+zstd",
     "dict+zstd",
+    "bitpack",
+    "dict",
 ];
 
 fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {
