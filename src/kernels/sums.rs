@@ -1,19 +1,53 @@
-//! Running sums that undo `delta`'s zigzag differences (x86_64 AVX-512F), for values of
-//! 4 and 8 bytes.
+//! Running sums that undo `delta`'s zigzag differences (x86_64 AVX-512F or AVX2), for
+//! values of 4 and 8 bytes.
 //!
 //! Residual `r` is the zigzag code of a difference `d = (r >> 1) ^ -(r & 1)`; order 1
 //! sums the differences once (`value_i = value_{i-1} + d_i`), order 2 twice (the
 //! differences of differences give the differences, which give the values), all wrapping
 //! at the value's width. The scalar loop carries each sum through one addition a value;
-//! here a vector of 16 (4-byte) or 8 (8-byte) values takes its prefix sum in four or
-//! three shift-and-add steps, and the only dependency between vectors is the last sum,
-//! broadcast to the next.
+//! here a vector of values takes its prefix sum in shift-and-add steps, and the only
+//! dependency between vectors is the running total, to which each vector adds its last
+//! prefix sum: one addition a vector.
+
+/// A set of sums kernels, by the instructions they need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// AVX-512F: 16 4-byte or 8 8-byte values a vector.
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+    /// AVX2: 8 4-byte or 4 8-byte values a vector.
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+/// The kernel sets this CPU has, fastest first.
+pub(crate) fn levels() -> Vec<Level> {
+    #[allow(unused_mut)]
+    let mut found = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            found.push(Level::Avx512);
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            found.push(Level::Avx2);
+        }
+    }
+    found
+}
+
+/// The fastest kernel set of this CPU, chosen once.
+fn level() -> Option<Level> {
+    static LEVEL: std::sync::OnceLock<Option<Level>> = std::sync::OnceLock::new();
+    *LEVEL.get_or_init(|| levels().first().copied())
+}
 
 /// Writes the values of the leading zigzag `residuals` into `out` (`width` bytes each,
 /// little-endian), summed once, or twice with `order2`, on from `prev` (the last value)
 /// and `delta` (the last difference), which it updates; returns how many it wrote: whole
-/// vectors only, none without AVX-512F or for widths other than 4 and 8. The differences
-/// (unzigzagged residuals) are taken modulo 2^(8 * width), as the scalar sums do.
+/// vectors only, none without AVX2 or AVX-512F or for widths other than 4 and 8. The
+/// differences (unzigzagged residuals) are taken modulo 2^(8 * width), as the scalar sums
+/// do.
 pub(crate) fn sums(
     residuals: &[u64],
     order2: bool,
@@ -22,46 +56,34 @@ pub(crate) fn sums(
     width: usize,
     out: &mut [u8],
 ) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        let n = residuals.len().min(out.len() / width.max(1));
-        let (residuals, out) = (&residuals[..n], &mut out[..n * width.max(1)]);
-        // SAFETY: AVX-512F was detected just above; the kernels read and write within
-        // `residuals` and `out`, which hold `n` values each.
-        return unsafe {
-            match (width, order2) {
-                (4, false) => sums4_raw::<false, true>(
-                    residuals.as_ptr().cast(),
-                    n,
-                    prev,
-                    delta,
-                    out.as_mut_ptr(),
-                ),
-                (4, true) => sums4_raw::<true, true>(
-                    residuals.as_ptr().cast(),
-                    n,
-                    prev,
-                    delta,
-                    out.as_mut_ptr(),
-                ),
-                (8, false) => {
-                    sums8_raw::<false>(residuals.as_ptr().cast(), n, prev, delta, out.as_mut_ptr())
-                }
-                (8, true) => {
-                    sums8_raw::<true>(residuals.as_ptr().cast(), n, prev, delta, out.as_mut_ptr())
-                }
-                _ => 0,
-            }
-        };
+    match level() {
+        Some(level) => sums_with(level, residuals, order2, prev, delta, width, out),
+        None => 0,
     }
-    let _ = (residuals, order2, prev, delta, width, out);
-    0
+}
+
+/// [`sums`] with the kernels of `level`.
+pub(crate) fn sums_with(
+    level: Level,
+    residuals: &[u64],
+    order2: bool,
+    prev: &mut u64,
+    delta: &mut u64,
+    width: usize,
+    out: &mut [u8],
+) -> usize {
+    let n = residuals.len().min(out.len() / width.max(1));
+    let (residuals, out) = (&residuals[..n], &mut out[..n * width.max(1)]);
+    let (from, to) = (residuals.as_ptr().cast::<u8>(), out.as_mut_ptr());
+    // SAFETY: `run` checks the CPU's features for `level`; the kernels read and write
+    // within `residuals` (`n` words) and `out` (`n` values of `width` bytes).
+    unsafe { run::<true>(level, width, order2, from, n, prev, delta, to) }
 }
 
 /// [`sums`] where the residuals are the values themselves: `values` holds zigzag
 /// residuals of `width` bytes each (little-endian), which it replaces with their running
 /// sums, on from `prev` and `delta` (updated); returns how many it replaced, whole vectors
-/// from the start (none without AVX-512F or for widths other than 4 and 8).
+/// from the start (none without AVX2 or AVX-512F or for widths other than 4 and 8).
 pub(crate) fn sums_in_place(
     values: &mut [u8],
     order2: bool,
@@ -69,26 +91,85 @@ pub(crate) fn sums_in_place(
     delta: &mut u64,
     width: usize,
 ) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        let n = values.len() / width.max(1);
-        // SAFETY: AVX-512F was detected just above. The kernels read and write the
-        // `n` values of `values` only, each vector read before the same bytes are
-        // written; the 8-byte kernel's residuals are those bytes read as words.
-        return unsafe {
-            let at = values.as_mut_ptr();
-            match (width, order2) {
-                (4, false) => sums4_raw::<false, false>(at.cast_const(), n, prev, delta, at),
-                (4, true) => sums4_raw::<true, false>(at.cast_const(), n, prev, delta, at),
-                (8, false) => sums8_raw::<false>(at.cast_const(), n, prev, delta, at),
-                (8, true) => sums8_raw::<true>(at.cast_const(), n, prev, delta, at),
-                _ => 0,
-            }
-        };
+    match level() {
+        Some(level) => sums_in_place_with(level, values, order2, prev, delta, width),
+        None => 0,
     }
-    let _ = (values, order2, prev, delta, width);
-    0
 }
+
+/// [`sums_in_place`] with the kernels of `level`.
+pub(crate) fn sums_in_place_with(
+    level: Level,
+    values: &mut [u8],
+    order2: bool,
+    prev: &mut u64,
+    delta: &mut u64,
+    width: usize,
+) -> usize {
+    let n = values.len() / width.max(1);
+    let at = values.as_mut_ptr();
+    // SAFETY: `run` checks the CPU's features for `level`. The kernels read and write
+    // the `n` values of `values` only, each vector read before the same bytes are
+    // written; the 8-byte kernels' residuals are those bytes read as words.
+    unsafe { run::<false>(level, width, order2, at.cast_const(), n, prev, delta, at) }
+}
+
+/// Runs `level`'s kernel for `width` and `order2` over `n` residuals at `residuals`
+/// (8-byte words when `WORDS`, else values of `width` bytes) into `n` values at `out`;
+/// returns how many it summed (0 for widths other than 4 and 8). Panics where the CPU
+/// lacks `level`'s features.
+///
+/// # Safety
+/// `residuals` is valid for reads of `n` residuals and `out` for writes of `n` values of
+/// `width` bytes; if the two overlap, they are the same bytes and not `WORDS` (or the
+/// width is 8).
+#[allow(clippy::too_many_arguments)]
+unsafe fn run<const WORDS: bool>(
+    level: Level,
+    width: usize,
+    order2: bool,
+    residuals: *const u8,
+    n: usize,
+    prev: &mut u64,
+    delta: &mut u64,
+    out: *mut u8,
+) -> usize {
+    let kernels: [Kernel; 4] = match level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => {
+            // Checked for real: a safe caller may name a level this CPU lacks.
+            assert!(std::is_x86_feature_detected!("avx512f"));
+            [
+                sums4_raw::<false, WORDS>,
+                sums4_raw::<true, WORDS>,
+                sums8_raw::<false>,
+                sums8_raw::<true>,
+            ]
+        }
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => {
+            assert!(std::is_x86_feature_detected!("avx2"));
+            [
+                sums4_avx2::<false, WORDS>,
+                sums4_avx2::<true, WORDS>,
+                sums8_avx2::<false>,
+                sums8_avx2::<true>,
+            ]
+        }
+    };
+    let kernel = match width {
+        4 => kernels[usize::from(order2)],
+        8 => kernels[2 + usize::from(order2)],
+        _ => return 0,
+    };
+    // SAFETY: the CPU has the kernel's features (asserted above); bounds are the
+    // caller's.
+    unsafe { kernel(residuals, n, prev, delta, out) }
+}
+
+/// A kernel of one width and order: `n` residuals at the first pointer summed into
+/// values at the second, on from the running value and difference; returns how many.
+type Kernel = unsafe fn(*const u8, usize, &mut u64, &mut u64, *mut u8) -> usize;
 
 /// Inclusive prefix sum of 16 32-bit lanes.
 #[cfg(target_arch = "x86_64")]
@@ -105,7 +186,7 @@ fn prefix4(mut x: core::arch::x86_64::__m512i) -> core::arch::x86_64::__m512i {
 
 /// [`sums`] of 8-byte values into integers: writes the running sums of the leading
 /// zigzag `residuals` into `out`, on from `prev` and `delta`, which it updates; returns
-/// how many it wrote (whole vectors only, none without AVX-512F).
+/// how many it wrote (whole vectors only, none without AVX2 or AVX-512F).
 pub(crate) fn sums_words(
     residuals: &[u64],
     order2: bool,
@@ -282,17 +363,196 @@ unsafe fn sums8_raw<const ORDER2: bool>(
     n
 }
 
+/// Unzigzagged differences of 64-bit lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn differences64(r: core::arch::x86_64::__m256i) -> core::arch::x86_64::__m256i {
+    use core::arch::x86_64::{
+        _mm256_and_si256, _mm256_set1_epi64x, _mm256_setzero_si256, _mm256_srli_epi64,
+        _mm256_sub_epi64, _mm256_xor_si256,
+    };
+    let sign = _mm256_sub_epi64(
+        _mm256_setzero_si256(),
+        _mm256_and_si256(r, _mm256_set1_epi64x(1)),
+    );
+    _mm256_xor_si256(_mm256_srli_epi64::<1>(r), sign)
+}
+
+/// 4-byte values, 8 at a time (AVX2): as [`sums4_raw`].
+///
+/// # Safety
+/// The CPU must have AVX2; the pointers as for [`sums4_raw`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap
+)]
+unsafe fn sums4_avx2<const ORDER2: bool, const WORDS: bool>(
+    residuals: *const u8,
+    n: usize,
+    prev: &mut u64,
+    delta: &mut u64,
+    out: *mut u8,
+) -> usize {
+    use core::arch::x86_64::{
+        __m256i, _mm256_add_epi32, _mm256_and_si256, _mm256_castps_si256, _mm256_castsi256_ps,
+        _mm256_castsi256_si128, _mm256_loadu_si256, _mm256_permute2x128_si256,
+        _mm256_permute4x64_epi64, _mm256_permutevar8x32_epi32, _mm256_set1_epi32,
+        _mm256_setzero_si256, _mm256_shuffle_epi32, _mm256_shuffle_ps, _mm256_slli_si256,
+        _mm256_srli_epi32, _mm256_storeu_si256, _mm256_sub_epi32, _mm256_xor_si256,
+        _mm_cvtsi128_si32,
+    };
+
+    // Inclusive prefix sum of 8 32-bit lanes: within each 128-bit half, then the low
+    // half's total added to the high half.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn prefix(mut x: __m256i) -> __m256i {
+        x = _mm256_add_epi32(x, _mm256_slli_si256::<4>(x));
+        x = _mm256_add_epi32(x, _mm256_slli_si256::<8>(x));
+        let low_total = _mm256_shuffle_epi32::<0xFF>(x);
+        _mm256_add_epi32(x, _mm256_permute2x128_si256::<0x08>(low_total, low_total))
+    }
+
+    let n = n / 8 * 8;
+    if n == 0 {
+        return 0;
+    }
+    let last = _mm256_set1_epi32(7);
+    let mut carry = _mm256_set1_epi32(*prev as u32 as i32);
+    let mut carry_delta = _mm256_set1_epi32(*delta as u32 as i32);
+    for i in (0..n).step_by(8) {
+        let d = if WORDS {
+            // SAFETY: `8 * (i + 8) <= 8 * n` bytes (the caller's contract).
+            let (a, b) = unsafe {
+                let at = residuals.add(8 * i);
+                (
+                    _mm256_loadu_si256(at.cast::<__m256i>()),
+                    _mm256_loadu_si256(at.add(32).cast::<__m256i>()),
+                )
+            };
+            // The low halves of the 64-bit lanes: a0 a1 b0 b1 | a2 a3 b2 b3, then the
+            // middle quarters swapped.
+            let halves = _mm256_castps_si256(_mm256_shuffle_ps::<0x88>(
+                _mm256_castsi256_ps(differences64(a)),
+                _mm256_castsi256_ps(differences64(b)),
+            ));
+            _mm256_permute4x64_epi64::<0xD8>(halves)
+        } else {
+            // SAFETY: `4 * (i + 8) <= 4 * n` bytes (the caller's contract).
+            let r = unsafe { _mm256_loadu_si256(residuals.add(4 * i).cast::<__m256i>()) };
+            let one = _mm256_set1_epi32(1);
+            _mm256_xor_si256(
+                _mm256_srli_epi32::<1>(r),
+                _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_and_si256(r, one)),
+            )
+        };
+        let d = if ORDER2 {
+            let sums = prefix(d);
+            let deltas = _mm256_add_epi32(sums, carry_delta);
+            carry_delta = _mm256_add_epi32(carry_delta, _mm256_permutevar8x32_epi32(sums, last));
+            deltas
+        } else {
+            d
+        };
+        let sums = prefix(d);
+        let values = _mm256_add_epi32(sums, carry);
+        carry = _mm256_add_epi32(carry, _mm256_permutevar8x32_epi32(sums, last));
+        // SAFETY: `4 * (i + 8) <= 4 * n` bytes of `out`; in place, the load from the
+        // same bytes has been made.
+        unsafe { _mm256_storeu_si256(out.add(4 * i).cast::<__m256i>(), values) };
+    }
+    *prev = u64::from(_mm_cvtsi128_si32(_mm256_castsi256_si128(carry)) as u32);
+    *delta = u64::from(_mm_cvtsi128_si32(_mm256_castsi256_si128(carry_delta)) as u32);
+    n
+}
+
+/// 8-byte values, 4 at a time (AVX2): as [`sums8_raw`].
+///
+/// # Safety
+/// The CPU must have AVX2; the pointers as for [`sums8_raw`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
+)]
+unsafe fn sums8_avx2<const ORDER2: bool>(
+    residuals: *const u8,
+    n: usize,
+    prev: &mut u64,
+    delta: &mut u64,
+    out: *mut u8,
+) -> usize {
+    use core::arch::x86_64::{
+        __m256i, _mm256_add_epi64, _mm256_blend_epi32, _mm256_castsi256_si128, _mm256_loadu_si256,
+        _mm256_permute4x64_epi64, _mm256_set1_epi64x, _mm256_setzero_si256, _mm256_slli_si256,
+        _mm256_storeu_si256, _mm_cvtsi128_si64,
+    };
+
+    // Inclusive prefix sum of 4 64-bit lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn prefix(mut x: __m256i) -> __m256i {
+        x = _mm256_add_epi64(x, _mm256_slli_si256::<8>(x));
+        let low_total = _mm256_permute4x64_epi64::<0x55>(x);
+        _mm256_add_epi64(
+            x,
+            _mm256_blend_epi32::<0xF0>(_mm256_setzero_si256(), low_total),
+        )
+    }
+
+    let n = n / 4 * 4;
+    if n == 0 {
+        return 0;
+    }
+    let mut carry = _mm256_set1_epi64x(*prev as i64);
+    let mut carry_delta = _mm256_set1_epi64x(*delta as i64);
+    for i in (0..n).step_by(4) {
+        // SAFETY: `8 * (i + 4) <= 8 * n` bytes (the caller's contract).
+        let r = unsafe { _mm256_loadu_si256(residuals.add(8 * i).cast::<__m256i>()) };
+        let d = differences64(r);
+        let d = if ORDER2 {
+            let sums = prefix(d);
+            let deltas = _mm256_add_epi64(sums, carry_delta);
+            carry_delta = _mm256_add_epi64(carry_delta, _mm256_permute4x64_epi64::<0xFF>(sums));
+            deltas
+        } else {
+            d
+        };
+        let sums = prefix(d);
+        let values = _mm256_add_epi64(sums, carry);
+        carry = _mm256_add_epi64(carry, _mm256_permute4x64_epi64::<0xFF>(sums));
+        // SAFETY: as for the load, made before this store to the same bytes if they
+        // are the same.
+        unsafe { _mm256_storeu_si256(out.add(8 * i).cast::<__m256i>(), values) };
+    }
+    *prev = _mm_cvtsi128_si64(_mm256_castsi256_si128(carry)) as u64;
+    *delta = _mm_cvtsi128_si64(_mm256_castsi256_si128(carry_delta)) as u64;
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn sums_match_a_scalar_reference() {
-        let mut probe = [0u8; 64];
-        if sums(&[0; 16], false, &mut 0, &mut 0, 4, &mut probe) == 0 {
-            eprintln!("SKIPPED: this CPU has no sums kernel (AVX-512F); nothing to compare");
+        if levels().is_empty() {
+            eprintln!("SKIPPED: this CPU has no sums kernel (AVX2, AVX-512F); nothing to compare");
             return;
         }
+        eprintln!("sums kernels tested: {:?}", levels());
+        for level in levels() {
+            sums_of_level_match_a_scalar_reference(level);
+        }
+    }
+
+    fn sums_of_level_match_a_scalar_reference(level: Level) {
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             x ^= x << 13;
@@ -315,8 +575,12 @@ mod tests {
                     let (p0, d0) = (next(), next());
                     let (mut prev, mut delta) = (p0, d0);
                     let mut out = vec![0u8; len * width];
-                    let done = sums(&residuals, order2, &mut prev, &mut delta, width, &mut out);
+                    let done = sums_with(
+                        level, &residuals, order2, &mut prev, &mut delta, width, &mut out,
+                    );
                     assert!(done <= len);
+                    // Every whole vector: 8 or 16 4-byte values, 4 or 8 8-byte values.
+                    assert!(len - done < 16, "{level:?} {width} {order2} {len}: {done}");
                     let (mut p, mut d) = (p0, d0);
                     for (i, &r) in residuals[..done].iter().enumerate() {
                         let diff = (r >> 1) ^ (r & 1).wrapping_neg();
@@ -327,7 +591,11 @@ mod tests {
                             p = p.wrapping_add(diff);
                         }
                         let got = &out[i * width..(i + 1) * width];
-                        assert_eq!(got, &p.to_le_bytes()[..width], "{width} {order2} {len} {i}");
+                        assert_eq!(
+                            got,
+                            &p.to_le_bytes()[..width],
+                            "{level:?} {width} {order2} {len} {i}"
+                        );
                     }
                     if done > 0 {
                         assert_eq!(prev & m, p & m);
@@ -344,10 +612,16 @@ mod tests {
     /// widths and orders.
     #[test]
     fn sums_in_place_match_sums() {
-        if sums_in_place(&mut [0u8; 64], false, &mut 0, &mut 0, 4) == 0 {
-            eprintln!("SKIPPED: this CPU has no sums kernel (AVX-512F); nothing to compare");
+        if levels().is_empty() {
+            eprintln!("SKIPPED: this CPU has no sums kernel (AVX2, AVX-512F); nothing to compare");
             return;
         }
+        for level in levels() {
+            sums_in_place_of_level_match_sums(level);
+        }
+    }
+
+    fn sums_in_place_of_level_match_sums(level: Level) {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         for width in [4usize, 8] {
             let m = u64::MAX >> (64 - 8 * width);
@@ -369,14 +643,23 @@ mod tests {
                     );
                     let mut expected = vec![0u8; len * width];
                     let (mut p1, mut d1) = (p0, d0);
-                    let want = sums(&residuals, order2, &mut p1, &mut d1, width, &mut expected);
+                    let want = sums_with(
+                        level,
+                        &residuals,
+                        order2,
+                        &mut p1,
+                        &mut d1,
+                        width,
+                        &mut expected,
+                    );
                     let mut values: Vec<u8> = residuals
                         .iter()
                         .flat_map(|r| r.to_le_bytes()[..width].to_vec())
                         .collect();
                     let (mut p2, mut d2) = (p0, d0);
-                    let done = sums_in_place(&mut values, order2, &mut p2, &mut d2, width);
-                    assert_eq!(done, want, "{width} {order2} {len}");
+                    let done =
+                        sums_in_place_with(level, &mut values, order2, &mut p2, &mut d2, width);
+                    assert_eq!(done, want, "{level:?} {width} {order2} {len}");
                     assert_eq!(
                         values[..done * width],
                         expected[..done * width],
