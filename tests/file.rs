@@ -316,12 +316,12 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     })
     .unwrap();
     let scan = counted
-        .scan(&ScanOptions {
-            columns: Some(vec![1, 0]),
-            batch_rows: 7_000,
-            rows: Some(1_234..45_678),
-            filter: None,
-        })
+        .scan(
+            &ScanOptions::default()
+                .with_columns(["b".into(), 0.into()])
+                .with_batch_rows(7_000)
+                .with_rows(1_234..45_678),
+        )
         .unwrap();
     let out_schema = scan.schema();
     assert_eq!(out_schema.field(0).name(), "b");
@@ -340,7 +340,7 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     // only column a: none of b's bytes are read
     let only_a = open()
         .scan(&ScanOptions {
-            columns: Some(vec![0]),
+            columns: Some(vec![0.into()]),
             ..ScanOptions::default()
         })
         .unwrap();
@@ -360,7 +360,7 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
         .sum();
     let _: Vec<RecordBatch> = counted
         .scan(&ScanOptions {
-            columns: Some(vec![0]),
+            columns: Some(vec![0.into()]),
             ..ScanOptions::default()
         })
         .unwrap()
@@ -382,9 +382,10 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     // bad requests are errors, not panics
     for bad in [
         ScanOptions {
-            columns: Some(vec![2]),
+            columns: Some(vec![2.into()]),
             ..ScanOptions::default()
         },
+        ScanOptions::default().with_columns(["c".into()]),
         ScanOptions {
             batch_rows: 0,
             ..ScanOptions::default()
@@ -404,6 +405,16 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
             ErrorKind::InvalidArgument
         );
     }
+    // a name the file lacks: the error says which columns there are
+    let missing = open()
+        .scan(&ScanOptions::default().with_columns(["c".into()]))
+        .unwrap_err();
+    assert!(
+        missing
+            .to_string()
+            .contains(r#"no column "c"; the file has ["a", "b"]"#),
+        "{missing}"
+    );
 }
 
 /// Rewrites a file's footer with `change` applied (and its checksum made right again).
@@ -548,7 +559,7 @@ fn page_statistics_prune_scans() {
     .unwrap();
     read.store(0, Ordering::SeqCst);
     let filter = StatsFilter {
-        column: 0,
+        column: "t".into(),
         min: Some(StatValue::Int(1_600_000)),
         max: Some(StatValue::Int(1_611_000)),
     };
@@ -581,7 +592,7 @@ fn page_statistics_prune_scans() {
         .unwrap()
         .scan(&ScanOptions {
             filter: Some(StatsFilter {
-                column: 0,
+                column: 0.into(),
                 min: Some(StatValue::Int(10_000_000)),
                 max: None,
             }),
@@ -594,7 +605,7 @@ fn page_statistics_prune_scans() {
         .unwrap()
         .scan(&ScanOptions {
             filter: Some(StatsFilter {
-                column: 1,
+                column: 1.into(),
                 min: Some(StatValue::Float(2.0)),
                 max: None,
             }),
@@ -608,7 +619,7 @@ fn page_statistics_prune_scans() {
         .unwrap()
         .scan(&ScanOptions {
             filter: Some(StatsFilter {
-                column: 1,
+                column: 1.into(),
                 min: None,
                 max: Some(StatValue::Float(-2.0)),
             }),

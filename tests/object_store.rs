@@ -245,7 +245,7 @@ async fn pruned_and_projected_batches_fetch_a_few_percent() {
         .unwrap();
     let opened = remote.fetched().bytes;
     let filter = StatsFilter {
-        column: 0,
+        column: 0.into(),
         min: Some(StatValue::Int(100_000)),
         max: Some(StatValue::Int(103_000)),
     };

@@ -141,7 +141,7 @@ fuzz_target!(|claim: FileClaim| {
                 max: stats.min,
             };
             let options = ScanOptions {
-                columns: Some(vec![column]),
+                columns: Some(vec![column.into()]),
                 batch_rows: 4096,
                 rows: Some(0..rows.min(1 << 16)),
                 filter: Some(filter),

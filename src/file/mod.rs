@@ -53,7 +53,7 @@ mod writer;
 pub use reader::{page_layout, FileReader, VerifySummary};
 #[cfg(feature = "object-store")]
 pub use remote::{FetchCount, Fetched, ObjectStoreReader};
-pub use scan::{FileBatches, ScanOptions, StatsFilter};
+pub use scan::{ColumnRef, FileBatches, ScanOptions, StatsFilter};
 pub use stats::{PageStats, StatValue};
 pub use writer::{FileWriter, WriteOptions};
 

@@ -11,12 +11,49 @@ use arrow_schema::{ArrowError, SchemaRef};
 use super::{FileReader, StatValue};
 use crate::error::{Error, Result};
 
+/// A column of a file, by its index or by its name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ColumnRef {
+    /// The column's index in the file's schema.
+    Index(usize),
+    /// The column's name.
+    Name(String),
+}
+
+impl From<usize> for ColumnRef {
+    fn from(index: usize) -> Self {
+        Self::Index(index)
+    }
+}
+
+impl From<&str> for ColumnRef {
+    fn from(name: &str) -> Self {
+        Self::Name(name.to_owned())
+    }
+}
+
+impl From<String> for ColumnRef {
+    fn from(name: String) -> Self {
+        Self::Name(name)
+    }
+}
+
 /// What [`FileReader::scan`] reads.
+///
+/// ```
+/// use miniblock::file::ScanOptions;
+/// // Columns "temp" and 0, in that order, 8,192 rows a batch, rows 100 to 999.
+/// let options = ScanOptions::default()
+///     .with_columns(["temp".into(), 0.into()])
+///     .with_batch_rows(8192)
+///     .with_rows(100..1000);
+/// # assert_eq!(options.batch_rows, 8192);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanOptions {
-    /// Column indices, in the order the batches hold them; `None` for every column.
-    /// [`FileReader::column_index`] finds a column by name.
-    pub columns: Option<Vec<usize>>,
+    /// The columns, by index or name, in the order the batches hold them; `None` for
+    /// every column. A name the file lacks is an error naming the file's columns.
+    pub columns: Option<Vec<ColumnRef>>,
     /// Rows per batch (the last batch may hold fewer).
     pub batch_rows: usize,
     /// Only these rows; `None` for all of them.
@@ -38,13 +75,43 @@ impl Default for ScanOptions {
     }
 }
 
+impl ScanOptions {
+    /// These columns (indices or names, `ColumnRef::from`), in this order.
+    #[must_use]
+    pub fn with_columns(mut self, columns: impl IntoIterator<Item = ColumnRef>) -> Self {
+        self.columns = Some(columns.into_iter().collect());
+        self
+    }
+
+    /// Batches of `rows` rows.
+    #[must_use]
+    pub fn with_batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = rows;
+        self
+    }
+
+    /// Only these rows.
+    #[must_use]
+    pub fn with_rows(mut self, rows: Range<u64>) -> Self {
+        self.rows = Some(rows);
+        self
+    }
+
+    /// Only the pages `filter` may match.
+    #[must_use]
+    pub fn with_filter(mut self, filter: StatsFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+}
+
 /// Values of one column from `min` to `max`, inclusive (either end open when `None`):
 /// what a predicate such as `c >= 10 AND c < 20` needs of the pages it may read. Nulls
 /// never match; NaN matches a range open above (Arrow orders NaN above every number).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct StatsFilter {
-    /// The column, by index.
-    pub column: usize,
+    /// The column, by index or name.
+    pub column: ColumnRef,
     /// Smallest value wanted.
     pub min: Option<StatValue>,
     /// Largest value wanted.
@@ -68,16 +135,13 @@ impl<R: Read + Seek> FileReader<R> {
     /// columns and rows. The batches' schema is the file's, projected: field and schema
     /// metadata included.
     pub fn scan(self, options: &ScanOptions) -> Result<FileBatches<R>> {
-        let num_columns = self.schema().fields().len();
-        let columns = options
-            .columns
-            .clone()
-            .unwrap_or_else(|| (0..num_columns).collect());
-        if let Some(&bad) = columns.iter().find(|&&c| c >= num_columns) {
-            return Err(Error::invalid(format!(
-                "column {bad} asked of a file of {num_columns} columns"
-            )));
-        }
+        let columns = match &options.columns {
+            None => (0..self.schema().fields().len()).collect(),
+            Some(columns) => columns
+                .iter()
+                .map(|c| self.resolve(c))
+                .collect::<Result<Vec<_>>>()?,
+        };
         if options.batch_rows == 0 {
             return Err(Error::invalid("batches of 0 rows"));
         }
@@ -106,6 +170,23 @@ impl<R: Read + Seek> FileReader<R> {
         })
     }
 
+    /// The index of `column`; an error naming what the file has when it lacks it.
+    pub fn resolve(&self, column: &ColumnRef) -> Result<usize> {
+        match column {
+            ColumnRef::Name(name) => self.column_index(name),
+            &ColumnRef::Index(index) => {
+                let columns = self.schema().fields().len();
+                if index < columns {
+                    Ok(index)
+                } else {
+                    Err(Error::invalid(format!(
+                        "column {index} asked of a file of {columns} columns"
+                    )))
+                }
+            }
+        }
+    }
+
     /// The parts of `rows` in pages of `filter.column` that may hold a value of its range
     /// (every page without statistics may), adjacent pages merged: what a scan with this
     /// filter reads. Reads only the footer.
@@ -114,28 +195,17 @@ impl<R: Read + Seek> FileReader<R> {
         filter: &StatsFilter,
         rows: Range<u64>,
     ) -> Result<VecDeque<Range<u64>>> {
-        let pages = self
-            .footer()
-            .columns
-            .get(filter.column)
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "filter on column {} of a file of {} columns",
-                    filter.column,
-                    self.footer().columns.len()
-                ))
-            })?
-            .pages
-            .len();
+        let column = self.resolve(&filter.column)?;
+        let pages = self.footer().columns[column].pages.len();
         let mut ranges: VecDeque<Range<u64>> = VecDeque::new();
         for page in 0..pages {
-            let span = self.page_rows(filter.column, page);
+            let span = self.page_rows(column, page);
             let (start, end) = (span.start.max(rows.start), span.end.min(rows.end));
             if start >= end {
                 continue;
             }
             let keep = self
-                .page_stats(filter.column, page)?
+                .page_stats(column, page)?
                 .is_none_or(|s| s.may_contain(filter.min, filter.max));
             if !keep {
                 continue;

@@ -245,7 +245,7 @@ impl Source {
     ) -> miniblock::Result<Box<dyn RecordBatchReader>> {
         match self {
             Source::Miniblock(r) => Ok(Box::new(r.scan(&ScanOptions {
-                columns: Some(columns.to_vec()),
+                columns: Some(columns.iter().map(|&c| c.into()).collect()),
                 batch_rows: TABLE_STEP_ROWS,
                 rows: Some(rows),
                 filter: None,
