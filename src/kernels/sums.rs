@@ -124,6 +124,8 @@ pub(crate) fn sums_in_place_with(
 /// `width` bytes; if the two overlap, they are the same bytes and not `WORDS` (or the
 /// width is 8).
 #[allow(clippy::too_many_arguments)]
+// Elsewhere `Level` has no variant: the body after the empty match never runs.
+#[cfg_attr(not(target_arch = "x86_64"), allow(unreachable_code, unused_variables))]
 unsafe fn run<const WORDS: bool>(
     level: Level,
     width: usize,
