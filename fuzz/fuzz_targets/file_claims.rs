@@ -136,7 +136,7 @@ fuzz_target!(|claim: FileClaim| {
         // Statistics, and a scan they prune, on whatever the footer claims.
         if let Ok(Some(stats)) = reader.column_stats(column) {
             let filter = StatsFilter {
-                column,
+                column: column.into(),
                 min: stats.min,
                 max: stats.min,
             };
