@@ -40,9 +40,9 @@
 //!   of a spread sample would only cost a second trial;
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
-//! - the candidates are ranked by decode speed (plain, bss, lz4, bss+lz4, bitpack, dict,
-//!   delta, delta+lz4, alp, alp-rd, alp+lz4, alp+ans, zstd, dict+zstd, bss+zstd, delta+zstd,
-//!   alp+zstd, delta+ans); walking from
+//! - the candidates are ranked by decode speed in chunks of the default size (plain,
+//!   bss, lz4, bss+lz4, bitpack, dict, delta, delta+lz4, alp, alp-rd, alp+lz4, alp+ans,
+//!   zstd, dict+zstd, bss+zstd, delta+ans, delta+zstd, alp+zstd); walking from
 //!   the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller and saves at least `min_gain / 8` of the
 //!   values' bytes (so a page every candidate shrinks to almost nothing, such as a
@@ -231,7 +231,12 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
     candidates.contains(&by)
 }
 
-/// Encodings from the fastest to decode to the slowest.
+/// Encodings from the fastest to decode to the slowest, in 4 KiB chunks: there each
+/// Zstd frame parses its headers and builds its decoding tables for a few thousand
+/// bytes, while a chunk of `delta+ans` or `alp+ans` names page tables built once, so
+/// those decode faster than their Zstd forms. In chunks of 64 KiB and more Zstd
+/// amortizes its tables and the order of those pairs turns; the default chunks, and the
+/// scans that read them a few at a time, are what the order is for.
 const SPEED_ORDER: [Encoding; 18] = [
     Encoding::Plain,
     Encoding::Bss,
@@ -248,9 +253,9 @@ const SPEED_ORDER: [Encoding; 18] = [
     Encoding::Zstd,
     Encoding::DictZstd,
     Encoding::BssZstd,
+    Encoding::DeltaAns,
     Encoding::DeltaZstd,
     Encoding::AlpZstd,
-    Encoding::DeltaAns,
 ];
 
 /// How a page is to be encoded: one encoding, or `auto`'s choice per page.

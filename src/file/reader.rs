@@ -261,6 +261,18 @@ impl<R: Read + Seek> FileReader<R> {
 
     /// Reads rows `rows` of a column, fetching only the pages and chunks they overlap.
     pub fn read_column_range(&mut self, column: usize, rows: Range<u64>) -> Result<ArrayRef> {
+        self.read_range(column, rows, read_into)
+    }
+
+    /// [`read_column_range`](Self::read_column_range), taking each page's bytes from
+    /// `page_bytes` (the `len` bytes at an offset of the source, which it may read into
+    /// the buffer it is given).
+    fn read_range(
+        &mut self,
+        column: usize,
+        rows: Range<u64>,
+        page_bytes: PageBytes<R>,
+    ) -> Result<ArrayRef> {
         let (field, plans) = self.plan(column, rows.clone())?;
         let data_type = field.data_type().clone();
         let width = value_width(&data_type)?;
@@ -300,6 +312,7 @@ impl<R: Read + Seek> FileReader<R> {
             };
             read_page_rows(
                 &mut self.source,
+                page_bytes,
                 page,
                 decompressor,
                 layout,
@@ -640,8 +653,9 @@ pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
 /// Decodes rows `local` of `page` (laid out as `layout`) from `source`, appending them:
 /// the whole page when all its rows are asked, else only the chunks they overlap.
 #[allow(clippy::too_many_arguments)]
-fn read_page_rows<R: Read + Seek>(
+fn read_page_rows<R>(
     source: &mut R,
+    page_bytes: PageBytes<R>,
     page: &pb::Page,
     decompressor: Arc<dyn MiniBlockDecompressor>,
     layout: &PageLayout,
@@ -653,8 +667,12 @@ fn read_page_rows<R: Read + Seek>(
     validity: Option<&mut BooleanBufferBuilder>,
 ) -> Result<()> {
     let (bytes, whole_page) = page_read_range(page, layout, &local, verify_checksums);
-    buffer.resize(bytes.len(), 0);
-    read_exact_at(source, page.offset + bytes.start as u64, buffer)?;
+    let buffer = page_bytes(
+        source,
+        page.offset + bytes.start as u64,
+        bytes.len(),
+        buffer,
+    )?;
     if whole_page {
         if verify_checksums && crc32c::crc32c(buffer) != page.crc32c {
             return Err(Error::corrupt(
@@ -687,6 +705,22 @@ fn read_page_rows<R: Read + Seek>(
     )
 }
 
+/// Where a read takes the bytes of a page from: `len` bytes at `offset` of the source,
+/// read into the buffer given, or lent by a source that holds them in memory.
+type PageBytes<R> = for<'a> fn(&'a mut R, u64, usize, &'a mut Vec<u8>) -> Result<&'a [u8]>;
+
+/// [`PageBytes`] of any `Read + Seek` source: read into the buffer.
+fn read_into<'a, R: Read + Seek>(
+    source: &'a mut R,
+    offset: u64,
+    len: usize,
+    buffer: &'a mut Vec<u8>,
+) -> Result<&'a [u8]> {
+    buffer.resize(len, 0);
+    read_exact_at(source, offset, buffer)?;
+    Ok(buffer)
+}
+
 /// A page of a read, by index, and the rows of it to read.
 type PageRows = (usize, Range<usize>);
 
@@ -717,6 +751,19 @@ fn page_read_range(
             layout.byte_range(layout.chunks_for_rows(local.clone())),
             false,
         )
+    }
+}
+
+#[cfg(feature = "object-store")]
+impl FileReader<super::Fetched> {
+    /// [`read_column_range`](Self::read_column_range) over fetched bytes, lent to the
+    /// decoder rather than copied into a buffer.
+    pub(crate) fn read_fetched_range(
+        &mut self,
+        column: usize,
+        rows: Range<u64>,
+    ) -> Result<ArrayRef> {
+        self.read_range(column, rows, super::Fetched::lend)
     }
 }
 
@@ -809,7 +856,7 @@ fn read_at_most<R: Read + Seek>(source: &mut R, offset: u64, buf: &mut [u8]) -> 
     Ok(got)
 }
 
-fn io_error(source: std::io::Error, context: &str) -> Error {
+pub(super) fn io_error(source: std::io::Error, context: &str) -> Error {
     Error::Io {
         context: context.to_owned(),
         source,

@@ -51,6 +51,25 @@ impl Fetched {
             .next_back()
             .is_some_and(|(&at, b)| range.end <= at + b.len() as u64)
     }
+
+    /// The `len` bytes at `offset`, lent from the range holding them (a page's bytes for
+    /// `FileReader`, which needs no copy of them); an error if no one range does.
+    pub(super) fn lend<'a>(
+        &'a mut self,
+        offset: u64,
+        len: usize,
+        _buffer: &'a mut Vec<u8>,
+    ) -> Result<&'a [u8]> {
+        let held = self
+            .ranges
+            .range(..=offset)
+            .next_back()
+            .and_then(|(&at, bytes)| {
+                let skip = usize::try_from(offset - at).ok()?;
+                bytes.get(skip..skip.checked_add(len)?)
+            });
+        held.ok_or_else(|| super::reader::io_error(not_fetched(offset), "reading"))
+    }
 }
 
 impl Read for Fetched {
@@ -287,7 +306,7 @@ impl ObjectStoreReader {
         }
         let result = columns
             .iter()
-            .map(|&c| self.reader.read_column_range(c, rows.clone()))
+            .map(|&c| self.reader.read_fetched_range(c, rows.clone()))
             .collect();
         // What a read fetched was for it alone: page buffers live on in the decoders
         // built from them, and a later read fetches its own chunks.
@@ -399,5 +418,25 @@ mod tests {
         fetched.seek(SeekFrom::Start(11)).unwrap();
         assert!(fetched.read_exact(&mut buf).is_err());
         assert!(fetched.holds(&(10..13)) && !fetched.holds(&(10..14)));
+    }
+
+    #[test]
+    fn lent_bytes_are_the_fetched_ones_and_only_within_one_range() {
+        let mut fetched = Fetched {
+            len: 100,
+            ..Fetched::default()
+        };
+        fetched.insert(10, Bytes::from_static(&[1, 2, 3]));
+        fetched.insert(13, Bytes::from_static(&[4, 5]));
+        let mut unused = Vec::new();
+        assert_eq!(fetched.lend(11, 2, &mut unused).unwrap(), [2, 3]);
+        assert_eq!(fetched.lend(13, 2, &mut unused).unwrap(), [4, 5]);
+        assert_eq!(fetched.lend(12, 0, &mut unused).unwrap(), [0u8; 0]);
+        // Across two ranges, past the end, before the first and past a huge length.
+        for (offset, len) in [(12, 2), (14, 2), (5, 1), (11, usize::MAX)] {
+            let e = fetched.lend(offset, len, &mut unused).unwrap_err();
+            assert!(e.to_string().contains("was not fetched"), "{e}");
+        }
+        assert!(unused.is_empty(), "nothing is copied");
     }
 }
