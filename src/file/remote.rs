@@ -44,12 +44,17 @@ impl Fetched {
         }
     }
 
+    /// The `len` bytes at `offset`, if one fetched range holds them all.
+    fn held(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let (&at, bytes) = self.ranges.range(..=offset).next_back()?;
+        let skip = usize::try_from(offset - at).ok()?;
+        bytes.get(skip..skip.checked_add(len)?)
+    }
+
     /// Whether `range` lies inside one fetched range.
     fn holds(&self, range: &Range<u64>) -> bool {
-        self.ranges
-            .range(..=range.start)
-            .next_back()
-            .is_some_and(|(&at, b)| range.end <= at + b.len() as u64)
+        usize::try_from(range.end.saturating_sub(range.start))
+            .is_ok_and(|len| self.held(range.start, len).is_some())
     }
 
     /// The `len` bytes at `offset`, lent from the range holding them (a page's bytes for
@@ -60,15 +65,8 @@ impl Fetched {
         len: usize,
         _buffer: &'a mut Vec<u8>,
     ) -> Result<&'a [u8]> {
-        let held = self
-            .ranges
-            .range(..=offset)
-            .next_back()
-            .and_then(|(&at, bytes)| {
-                let skip = usize::try_from(offset - at).ok()?;
-                bytes.get(skip..skip.checked_add(len)?)
-            });
-        held.ok_or_else(|| super::reader::io_error(not_fetched(offset), "reading"))
+        self.held(offset, len)
+            .ok_or_else(|| super::reader::io_error(not_fetched(offset), "reading"))
     }
 }
 
