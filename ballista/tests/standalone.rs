@@ -3,7 +3,7 @@
 //! ones), set up with the codec as the README shows. The logical plan goes from the
 //! client to the scheduler and the physical plan from the scheduler to the executor as
 //! bytes, through `MiniblockCodec` wrapped around Ballista's own codecs; the results
-//! must equal those of a local DataFusion session over the same file.
+//! must equal those of a local `SessionContext` over the same file.
 
 use std::sync::Arc;
 
