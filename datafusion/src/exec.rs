@@ -6,9 +6,10 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{internal_err, plan_err, Result, Statistics};
+use datafusion::common::{internal_err, plan_err, DataFusionError, Result, Statistics};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -22,7 +23,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
     ReplaceChildrenOptions,
 };
-use miniblock::file::{Fetched, FileReader, ObjectStoreReader};
+use miniblock::file::{FetchCount, Fetched, FileReader, ObjectStoreReader};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use tokio::sync::OnceCell;
@@ -81,9 +82,14 @@ pub(crate) struct Unit {
 /// (pages the filters rule out already left out). Each batch fetches, in one ranged
 /// request, the chunks its rows overlap.
 ///
+/// Rows are fetched in windows of about 8 MiB of the projected columns; once a scan reads
+/// on past a window's first batch, the next window of its rows is fetched in the
+/// background (a spawned task, by a second reader of the file) while this one decodes,
+/// so that reading from the store and decoding overlap.
+///
 /// Metrics: `requests` and `bytes_fetched`, the ranged reads of pages and chunks (the
 /// footers are read when the table is opened, or once per file by a plan sent
-/// elsewhere).
+/// elsewhere); `windows_fetched_ahead`, the windows whose read-ahead was started.
 #[derive(Debug, Clone)]
 pub struct MiniblockScanExec {
     store_url: ObjectStoreUrl,
@@ -259,6 +265,8 @@ impl ExecutionPlan for MiniblockScanExec {
             projection: self.projection.clone(),
             requests: MetricBuilder::new(&self.metrics).counter("requests", partition),
             bytes: MetricBuilder::new(&self.metrics).counter("bytes_fetched", partition),
+            fetched_ahead: MetricBuilder::new(&self.metrics)
+                .counter("windows_fetched_ahead", partition),
         };
         let stream = futures::stream::try_unfold(state, |mut scan| async move {
             let Some((file, rows, unit_end)) = scan.next_batch() else {
@@ -302,6 +310,8 @@ struct PartitionScan {
     projection: Vec<usize>,
     requests: Count,
     bytes: Count,
+    /// Windows whose fetching ahead was started.
+    fetched_ahead: Count,
 }
 
 impl PartitionScan {
@@ -323,8 +333,9 @@ impl PartitionScan {
         }
     }
 
-    /// Reads `rows` of `file`, first prefetching them and the unit's next rows, about
-    /// [`PREFETCH_BYTES`] in all, unless the last prefetch holds them.
+    /// Reads `rows` of `file`. Rows past the last prefetched window are fetched with the
+    /// rest of their window, about [`PREFETCH_BYTES`] (or taken from the read-ahead, when
+    /// it holds them); then the window after it starts to be fetched in the background.
     async fn read(
         &mut self,
         file: usize,
@@ -332,8 +343,10 @@ impl PartitionScan {
         unit_end: u64,
     ) -> Result<datafusion::arrow::record_batch::RecordBatch> {
         let scan_file = &self.files[file];
+        let in_file = |e: miniblock::Error| external(e).context(scan_file.path.to_string());
         if self.current.as_ref().is_none_or(|c| c.file != file) {
-            // Dropping the last file's reader drops what it prefetched.
+            // Dropping the last file's reader drops what it prefetched, and stops its
+            // read-ahead.
             self.current = None;
             let reader = scan_file.open(&self.store, &self.file_schema).await?;
             let window_rows = window_rows(reader.reader(), &self.projection, self.batch_rows);
@@ -342,29 +355,91 @@ impl PartitionScan {
                 reader: reader.clone(),
                 window_rows,
                 window: 0..0,
+                ahead: None,
             });
         }
         let current = self.current.as_mut().expect("opened above");
+        let mut fetched = FetchCount::default();
+        // Whether the scan has shown it reads on: a window read through after another,
+        // or a second batch of one. A scan stopped after its first batch (a limit above a
+        // filter) so fetches nothing it does not read.
+        let mut reads_on = rows.start > current.window.start && rows.end <= current.window.end;
+        if rows.start < current.window.start || rows.end > current.window.end {
+            match current.ahead.take() {
+                Some(ahead) if ahead.window.start == rows.start && rows.end <= ahead.window.end => {
+                    let (reader, count) = ahead
+                        .task
+                        .join_unwind()
+                        .await
+                        .map_err(|e| DataFusionError::External(Box::new(e)))?
+                        .map_err(in_file)?;
+                    current.reader = reader;
+                    current.window = ahead.window;
+                    fetched = count;
+                    reads_on = true;
+                }
+                _ => {
+                    let window =
+                        rows.start..unit_end.min(rows.start.saturating_add(current.window_rows));
+                    fetched = prefetch(&mut current.reader, &self.projection, window.clone())
+                        .await
+                        .map_err(in_file)?;
+                    current.window = window;
+                }
+            }
+        }
+        let next = current.window.end
+            ..unit_end.min(current.window.end.saturating_add(current.window_rows));
+        if reads_on && current.ahead.is_none() && !next.is_empty() {
+            // A clone shares the parsed footer and the decoders that `prefetch` built for
+            // the current window, so it fetches none of their page buffers again.
+            let mut reader = current.reader.clone();
+            let projection = self.projection.clone();
+            let window = next.clone();
+            self.fetched_ahead.add(1);
+            current.ahead = Some(Ahead {
+                window: next,
+                task: SpawnedTask::spawn(async move {
+                    let count = prefetch(&mut reader, &projection, window).await?;
+                    Ok((reader, count))
+                }),
+            });
+        }
         let reader = &mut current.reader;
         let before = reader.fetched();
-        if rows.start < current.window.start || rows.end > current.window.end {
-            let window = rows.start..unit_end.min(rows.start.saturating_add(current.window_rows));
-            reader
-                .prefetch(&self.projection, window.clone())
-                .await
-                .map_err(|e| external(e).context(scan_file.path.to_string()))?;
-            current.window = window;
-        }
         let batch = reader
             .read_batch(&self.projection, rows)
             .await
-            .map_err(|e| external(e).context(scan_file.path.to_string()))?;
+            .map_err(in_file)?;
         let after = reader.fetched();
-        self.requests
-            .add((after.requests - before.requests) as usize);
-        self.bytes.add((after.bytes - before.bytes) as usize);
+        fetched.requests += after.requests - before.requests;
+        fetched.bytes += after.bytes - before.bytes;
+        self.requests.add(fetched.requests as usize);
+        self.bytes.add(fetched.bytes as usize);
         Ok(batch)
     }
+}
+
+/// `reader.prefetch(projection, rows)`, and what it fetched.
+async fn prefetch(
+    reader: &mut ObjectStoreReader,
+    projection: &[usize],
+    rows: Range<u64>,
+) -> miniblock::Result<FetchCount> {
+    let before = reader.fetched();
+    reader.prefetch(projection, rows).await?;
+    let after = reader.fetched();
+    Ok(FetchCount {
+        requests: after.requests - before.requests,
+        bytes: after.bytes - before.bytes,
+    })
+}
+
+/// The window after the current one, being fetched by a second reader of the file while
+/// the current window's rows decode.
+struct Ahead {
+    window: Range<u64>,
+    task: SpawnedTask<miniblock::Result<(ObjectStoreReader, FetchCount)>>,
 }
 
 /// The file a partition is reading.
@@ -375,11 +450,13 @@ struct Current {
     window_rows: u64,
     /// The rows last prefetched.
     window: Range<u64>,
+    ahead: Option<Ahead>,
 }
 
 /// Bytes a partition fetches at once: enough that per-request costs vanish against the
-/// transfer, small enough to hold per partition.
-const PREFETCH_BYTES: u64 = 8 << 20;
+/// transfer, small enough to hold per partition (twice, with the read-ahead). Unit tests
+/// take windows small enough for a small file to need many.
+const PREFETCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
 
 /// Rows of `projection` that make about [`PREFETCH_BYTES`] in `reader`'s file, by its
 /// columns' average bytes per row; whole batches, at least one.
@@ -422,6 +499,7 @@ mod tests {
             projection: vec![0],
             requests: Count::new(),
             bytes: Count::new(),
+            fetched_ahead: Count::new(),
         };
         assert_eq!(scan.next_batch(), Some((0, 5..8197, u64::MAX)));
         assert_eq!(scan.next_batch(), Some((0, 8197..16389, u64::MAX)));
@@ -434,5 +512,148 @@ mod tests {
         )
         .unwrap();
         assert_eq!(exec.rows(None), u64::MAX);
+    }
+
+    /// The value of row `i` of [`dictionary_file`]'s column: 500 distinct decimals.
+    fn value(i: usize) -> f64 {
+        ((i * 7919) % 500) as f64 / 100.0
+    }
+
+    /// A file of `rows` rows of one `f64` column `x`, dictionary-coded in pages of 8,192
+    /// values: each page's dictionary is a page buffer of 4,000 bytes.
+    fn dictionary_file(dir: &std::path::Path, rows: usize) -> std::path::PathBuf {
+        use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch};
+        use miniblock::file::{FileWriter, WriteOptions};
+        let x: ArrayRef = Arc::new(Float64Array::from_iter_values((0..rows).map(value)));
+        let batch = RecordBatch::try_from_iter([("x", x)]).unwrap();
+        let path = dir.join("x.mb");
+        let options = WriteOptions {
+            page_values: Some(8192),
+            ..WriteOptions::default().with_strategy(miniblock::Encoding::Dict)
+        };
+        let mut writer = FileWriter::try_new(
+            std::fs::File::create(&path).unwrap(),
+            batch.schema().as_ref(),
+            options,
+        )
+        .unwrap();
+        writer.write_batch(&batch).unwrap();
+        writer.finish().unwrap();
+        path
+    }
+
+    /// The scan in `plan`, and its metric `name` summed over partitions.
+    fn scan_metric(plan: &Arc<dyn ExecutionPlan>, name: &str) -> usize {
+        fn find(plan: &Arc<dyn ExecutionPlan>) -> Option<&MiniblockScanExec> {
+            plan.downcast_ref::<MiniblockScanExec>()
+                .or_else(|| plan.children().into_iter().find_map(find))
+        }
+        let scan = find(plan).expect("a scan in the plan");
+        scan.metrics()
+            .unwrap()
+            .sum_by_name(name)
+            .map_or(0, |v| v.as_usize())
+    }
+
+    async fn planned(
+        ctx: &datafusion::prelude::SessionContext,
+        sql: &str,
+    ) -> (
+        Arc<dyn ExecutionPlan>,
+        Vec<datafusion::arrow::array::RecordBatch>,
+    ) {
+        let plan = ctx
+            .sql(sql)
+            .await
+            .unwrap()
+            .create_physical_plan()
+            .await
+            .unwrap();
+        let out = datafusion::physical_plan::collect(Arc::clone(&plan), ctx.task_ctx())
+            .await
+            .unwrap();
+        (plan, out)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_scans_fetch_ahead_and_every_byte_once() {
+        use datafusion::arrow::array::{Float64Array, Int64Array};
+        use datafusion::prelude::{SessionConfig, SessionContext};
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 800_000;
+        let path = dictionary_file(dir.path(), rows);
+        let file = FileReader::open(std::fs::File::open(&path).unwrap()).unwrap();
+        let own = file.column_bytes(0).unwrap();
+        let buffers = file.footer().columns[0]
+            .pages
+            .iter()
+            .map(|p| p.buffer_sizes.iter().sum::<u64>())
+            .max()
+            .unwrap();
+        assert!(buffers >= 4000, "{buffers}: the test needs page buffers");
+        // Many windows, most of them ending inside a page.
+        assert!(own > 10 * PREFETCH_BYTES, "{own} bytes");
+        let expected: (f64, f64, f64) = (0..rows)
+            .map(value)
+            .fold((f64::MAX, f64::MIN, 0.0), |(lo, hi, sum), x| {
+                (lo.min(x), hi.max(x), sum + x)
+            });
+        for partitions in [1, 2] {
+            let ctx = SessionContext::new_with_config(
+                SessionConfig::new().with_target_partitions(partitions),
+            );
+            let table = crate::MiniblockTable::open(&ctx.state(), path.to_str().unwrap())
+                .await
+                .unwrap();
+            ctx.register_table("t", Arc::new(table)).unwrap();
+            let (plan, out) = planned(&ctx, "SELECT count(*), min(x), max(x), sum(x) FROM t").await;
+            let column = |c: usize| out[0].column(c);
+            let count = column(0).as_any().downcast_ref::<Int64Array>().unwrap();
+            let float = |c: usize| {
+                column(c)
+                    .as_any()
+                    .downcast_ref::<Float64Array>()
+                    .unwrap()
+                    .value(0)
+            };
+            assert_eq!(count.value(0), i64::try_from(rows).unwrap());
+            assert_eq!(float(1).to_bits(), expected.0.to_bits());
+            assert_eq!(float(2).to_bits(), expected.1.to_bits());
+            assert!((float(3) - expected.2).abs() <= 1e-9 * expected.2);
+            // Every window but each partition's first fetched ahead.
+            let ahead = scan_metric(&plan, "windows_fetched_ahead") as u64;
+            let windows = scan_metric(&plan, "requests") as u64;
+            assert!(
+                ahead >= 10 && ahead + partitions as u64 == windows,
+                "{ahead} of {windows} windows fetched ahead at {partitions}p"
+            );
+            // Each byte of the column fetched, and again at most the page buffers of the
+            // page a window starts in: built by the window before it, they lie between
+            // its first chunks and the next page, a gap the request bridges rather than
+            // make two.
+            let fetched = scan_metric(&plan, "bytes_fetched") as u64;
+            assert!(
+                (own..=own + windows * buffers).contains(&fetched),
+                "{fetched} bytes fetched of {own} at {partitions}p"
+            );
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_scan_stopped_after_its_first_batch_fetches_nothing_ahead() {
+        use datafusion::arrow::array::RecordBatch;
+        use datafusion::prelude::{SessionConfig, SessionContext};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dictionary_file(dir.path(), 800_000);
+        let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+        let table = crate::MiniblockTable::open(&ctx.state(), path.to_str().unwrap())
+            .await
+            .unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        // A limit above a filter: the scan does not know where it stops.
+        let (plan, out) = planned(&ctx, "SELECT x FROM t WHERE x > 1 LIMIT 3").await;
+        assert_eq!(out.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+        assert_eq!(scan_metric(&plan, "windows_fetched_ahead"), 0);
+        assert_eq!(scan_metric(&plan, "requests"), 1);
     }
 }

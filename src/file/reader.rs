@@ -298,18 +298,11 @@ impl<R: Read + Seek> FileReader<R> {
             .then(|| BooleanBufferBuilder::new(len.min(reserve)));
         let mut buffer = Vec::new();
         for (index, local) in plans {
+            let decompressor = self.page_decoder(column, index, &field)?;
             let layout = self.meta.layouts[column][index]
                 .get()
                 .expect("every planned page's layout was parsed above");
             let page = &self.meta.footer.columns[column].pages[index];
-            let cell = &self.meta.decoders[column][index];
-            let decompressor = if let Some(d) = cell.get() {
-                d.clone()
-            } else {
-                let built = page_decompressor(&mut self.source, page, self.verify_checksums)
-                    .map_err(|e| in_page(e, &field, index))?;
-                cell.get_or_init(|| built).clone()
-            };
             read_page_rows(
                 &mut self.source,
                 page_bytes,
@@ -326,6 +319,35 @@ impl<R: Read + Seek> FileReader<R> {
             .map_err(|e| in_page(e, &field, index))?;
         }
         build_array(&data_type, values, len, validity)
+    }
+
+    /// Builds the decompressor of every page rows `rows` of `column` overlap (their page
+    /// buffers read now, so that [`ranges_for`](Self::ranges_for) no longer needs them).
+    #[cfg_attr(not(feature = "object-store"), allow(dead_code))]
+    pub(crate) fn build_decoders(&mut self, column: usize, rows: Range<u64>) -> Result<()> {
+        let (field, plans) = self.plan(column, rows)?;
+        for (index, _) in plans {
+            self.page_decoder(column, index, &field)?;
+        }
+        Ok(())
+    }
+
+    /// The decompressor of page `index` of `column` (whose field is `field`): the one
+    /// built before, or one built now and kept.
+    fn page_decoder(
+        &mut self,
+        column: usize,
+        index: usize,
+        field: &Field,
+    ) -> Result<Arc<dyn MiniBlockDecompressor>> {
+        let cell = &self.meta.decoders[column][index];
+        if let Some(d) = cell.get() {
+            return Ok(d.clone());
+        }
+        let page = &self.meta.footer.columns[column].pages[index];
+        let built = page_decompressor(&mut self.source, page, self.verify_checksums)
+            .map_err(|e| in_page(e, field, index))?;
+        Ok(cell.get_or_init(|| built).clone())
     }
 
     /// The byte ranges of the file that reading rows `rows` of `column` reads: the page

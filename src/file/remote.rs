@@ -264,8 +264,12 @@ impl ObjectStoreReader {
     /// until the next `prefetch` or a read outside it: reads within those rows then make
     /// no request. A scan cutting small batches from a large range fetches the range once
     /// this way, rather than once per batch.
+    ///
+    /// The decompressors of the pages these rows overlap are built here, from their page
+    /// buffers: a clone's prefetch of the rows after these (a read-ahead, while these
+    /// decode) then does not ask for those buffers again.
     pub async fn prefetch(&mut self, columns: &[usize], rows: Range<u64>) -> Result<()> {
-        let ranges = self.ranges_for(columns, rows)?;
+        let ranges = self.ranges_for(columns, rows.clone())?;
         self.reader.source_mut().ranges.clear();
         fetch(
             &*self.store,
@@ -274,7 +278,11 @@ impl ObjectStoreReader {
             self.reader.source_mut(),
             &mut self.count,
         )
-        .await
+        .await?;
+        for &column in columns {
+            self.reader.build_decoders(column, rows.clone())?;
+        }
+        Ok(())
     }
 
     fn ranges_for(&self, columns: &[usize], rows: Range<u64>) -> Result<Vec<Range<u64>>> {
