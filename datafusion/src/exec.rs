@@ -392,7 +392,7 @@ impl PartitionScan {
             ..unit_end.min(current.window.end.saturating_add(current.window_rows));
         if reads_on && current.ahead.is_none() && !next.is_empty() {
             // A clone shares the parsed footer and the decoders that `prefetch` built for
-            // the current window, so it fetches none of their page buffers again.
+            // the current window, so it does not ask for their page buffers again.
             let mut reader = current.reader.clone();
             let projection = self.projection.clone();
             let window = next.clone();
