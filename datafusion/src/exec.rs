@@ -89,7 +89,8 @@ pub(crate) struct Unit {
 ///
 /// Metrics: `requests` and `bytes_fetched`, the ranged reads of pages and chunks (the
 /// footers are read when the table is opened, or once per file by a plan sent
-/// elsewhere); `windows_fetched_ahead`, the windows whose read-ahead was started.
+/// elsewhere), read-aheads counted when their window is reached (one dropped with its
+/// scan is not); `windows_fetched_ahead`, the windows whose read-ahead was started.
 #[derive(Debug, Clone)]
 pub struct MiniblockScanExec {
     store_url: ObjectStoreUrl,
@@ -576,7 +577,7 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn long_scans_fetch_ahead_and_every_byte_once() {
+    async fn long_scans_fetch_each_window_ahead_once() {
         use datafusion::arrow::array::{Float64Array, Int64Array};
         use datafusion::prelude::{SessionConfig, SessionContext};
         let dir = tempfile::tempdir().unwrap();
