@@ -91,8 +91,8 @@ use arrow_buffer::MutableBuffer;
 use super::entropy::{self, KindHistogram, PageTables};
 use super::memo;
 use super::{
-    append_zeroed, check_output, checked_len, width_from_bits, ChunkShape, ChunkStorage,
-    MiniBlockCompressor, MiniBlockDecompressor,
+    append_zeroed, check_chunks_output, check_output, checked_len, in_run_chunk, width_from_bits,
+    ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::kernels;
@@ -216,13 +216,29 @@ fn unbin<W: Word>(
     out: &mut [u8],
     order: u8,
 ) -> Result<usize> {
+    let reader = entropy::Unbinner::new(input, symbols, 8 * W::BYTES as u32, tables)?;
+    sum_unbinned::<W>(reader, out, order)
+}
+
+/// Writes the values of binned residuals, read from `reader`, into `out`, summing them
+/// `order` times; returns the bytes of the input taken.
+fn sum_unbinned<W: Word>(
+    mut reader: entropy::Unbinner,
+    out: &mut [u8],
+    order: u8,
+) -> Result<usize> {
     let mut sums = Sums::new(order);
     let mut at = 0;
-    entropy::decode_binned(input, symbols, 8 * W::BYTES as u32, tables, |block| {
-        let end = (at + block.len() * W::BYTES).min(out.len());
-        sums.write::<W>(block, &mut out[at..end]);
+    let mut block = [0u64; entropy::BIN_BLOCK];
+    loop {
+        let len = reader.next_block(&mut block);
+        if len == 0 {
+            return reader.finish();
+        }
+        let end = (at + len * W::BYTES).min(out.len());
+        sums.write::<W>(&block[..len], &mut out[at..end]);
         at = end;
-    })
+    }
 }
 
 /// Writes the zigzag residuals of `order` (1 or 2) of `values` into `out`, value by value.
@@ -791,6 +807,58 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         check_output(out, num_values, self.width)?;
         let (order, residuals) = self.parse(chunk, num_values, storage)?;
         self.values_into(residuals, order, num_values, scratch, out)
+    }
+
+    fn decompress_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        num_values: usize,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let len = check_chunks_output(chunks.len(), num_values, self.width, out)?;
+        for (g, (group, out)) in chunks
+            .chunks(kernels::tans::STREAMS)
+            .zip(out.chunks_mut(kernels::tans::STREAMS * len.max(1)))
+            .enumerate()
+        {
+            let first = g * kernels::tans::STREAMS;
+            // Chunks of binned residuals wait for their symbols to be decoded together;
+            // the others decode now.
+            let mut binned = Vec::with_capacity(group.len());
+            for (k, (chunk, out)) in group.iter().zip(out.chunks_exact_mut(len)).enumerate() {
+                let (order, residuals) = self
+                    .parse(chunk, num_values, ChunkStorage::Raw)
+                    .map_err(|e| in_run_chunk(e, first + k))?;
+                match residuals {
+                    Residuals::Binned(rest) => binned.push((k, order, rest, out)),
+                    other => self
+                        .values_into(other, order, num_values, scratch, out)
+                        .map_err(|e| in_run_chunk(e, first + k))?,
+                }
+            }
+            let symbols = super::overwritten(scratch, num_values * binned.len());
+            let mut symbols: Vec<&mut [u8]> = symbols.chunks_exact_mut(num_values).collect();
+            let inputs: Vec<&[u8]> = binned.iter().map(|b| b.2).collect();
+            let used = entropy::decode_many(&inputs, &mut symbols, &self.tables)?;
+            for ((k, order, rest, out), (symbols, used)) in
+                binned.into_iter().zip(symbols.into_iter().zip(used))
+            {
+                let reader = entropy::Unbinner::decoded(rest, symbols, used, 8 * self.width as u32);
+                let taken = by_width!(self.width, sum_unbinned(reader, out, order))
+                    .map_err(|e| in_run_chunk(e, first + k))?;
+                if taken != rest.len() {
+                    return Err(in_run_chunk(
+                        Error::corrupt(format!(
+                            "delta chunk of {num_values} values: {} bytes after its residuals",
+                            rest.len() - taken
+                        )),
+                        first + k,
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn decompress_append(

@@ -74,6 +74,7 @@ use std::cell::OnceCell;
 
 use crate::error::{Error, Result};
 use crate::kernels;
+use crate::kernels::tans::{Cursor, DecodeEntry};
 
 const MODE_RAW: u8 = 0;
 const MODE_CONSTANT: u8 = 1;
@@ -255,15 +256,6 @@ fn spread(norm: &[(u8, u32)], log: u32, mut place: impl FnMut(usize, u8)) {
             k += 1;
         }
     }
-}
-
-/// One decoding state: the symbol it yields, how many bits to read and the base of the
-/// next state.
-#[derive(Debug, Clone, Copy, Default)]
-struct DecodeEntry {
-    symbol: u8,
-    bits: u8,
-    base: u16,
 }
 
 /// The decoding table: the spread, then each state's step, in one allocation of `2^log`
@@ -596,7 +588,26 @@ impl Decoder {
         rest: &[u8],
         out: &mut [u8],
     ) -> std::result::Result<usize, String> {
-        let n = out.len();
+        let (bits, len, state) = self.start::<L>(rest)?;
+        let mut cursor = Cursor {
+            table: &self.entries,
+            bits,
+            out,
+            states: [0; 4],
+            pos: L * self.log as usize,
+        };
+        cursor.states[..L].copy_from_slice(&state);
+        self.finish::<L>(&mut cursor, 0, len)
+    }
+
+    /// The start of a bit stream in `L` lanes: the bit stream (and the bytes after it),
+    /// its length `P` in bytes, and the lanes' first states, read from its first bits.
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn start<'r, const L: usize>(
+        &self,
+        rest: &'r [u8],
+    ) -> std::result::Result<(&'r [u8], usize, [usize; L]), String> {
         let len = rest
             .get(..2)
             .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
@@ -607,23 +618,40 @@ impl Decoder {
         // Peeks see the bytes after the stream too; a valid stream takes none of their
         // bits, and one that does fails the check at the end.
         let bits = &rest[2..];
-        let table = &self.entries[..];
         let log = self.log;
+        // The final states take at most 48 bits, which one peek (at least 57 bits) covers.
+        let first = peek(bits, 0);
+        let state = std::array::from_fn(|l| (first >> (l as u32 * log) & mask(log)) as usize);
+        Ok((bits, len, state))
+    }
+
+    /// Decodes the bytes of `cursor.out` from step `from` on (a multiple of four), with
+    /// the lanes' states and the bit position after step `from - 1`, and checks that the
+    /// stream's `len` bytes were all used and no more; returns the bytes of the stream
+    /// with its length (`2 + len`).
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn finish<const L: usize>(
+        &self,
+        cursor: &mut Cursor,
+        from: usize,
+        len: usize,
+    ) -> std::result::Result<usize, String> {
+        let (bits, out) = (cursor.bits, &mut *cursor.out);
+        let n = out.len();
+        let table = &self.entries[..];
         // Bits are tracked by position: each step peeks a word there, so a refill is one
         // unaligned load and no branch on the accumulator; past the end zeros are read,
-        // and a position past the end is an overrun, checked once at the end. The final
-        // states take at most 48 bits, which one peek (at least 57 bits) covers.
-        let first = peek(bits, 0);
-        let mut state: [usize; L] =
-            std::array::from_fn(|l| (first >> (l as u32 * log) & mask(log)) as usize);
-        let mut pos = L * log as usize;
+        // and a position past the end is an overrun, checked once at the end.
+        let mut state: [usize; L] = std::array::from_fn(|l| cursor.states[l]);
+        let mut pos = cursor.pos;
         // L lanes, whose table lookups do not wait for each other; the bits are read in
         // byte order, lane 0's first. The last byte of each lane makes no step.
         let steps = n.saturating_sub(L);
         let (body, tail) = out.split_at_mut(steps);
         // Four steps take at most 48 bits: one peek. Groups start at multiples of four,
         // so step j of a group is in lane j % L.
-        let mut groups = body.chunks_exact_mut(4);
+        let mut groups = body[from.min(steps)..].chunks_exact_mut(4);
         for group in &mut groups {
             let mut word = peek(bits, pos);
             let mut used = 0u32;
@@ -1240,6 +1268,7 @@ impl IntForms {
 /// blocks; returns the bytes of `input` taken. A symbol no integer of `bits` bits has,
 /// and low bits cut short, are corrupt (after the blocks of a chunk have gone to
 /// `sink`).
+#[cfg(test)]
 pub(crate) fn decode_binned(
     input: &[u8],
     symbols: &mut [u8],
@@ -1283,15 +1312,21 @@ impl<'a> Unbinner<'a> {
         tables: &PageTables,
     ) -> Result<Self> {
         let used = decode(input, symbols, tables)?;
-        Ok(Self {
+        Ok(Self::decoded(input, symbols, used, bits))
+    }
+
+    /// The reader of binned integers whose bin symbols, coded in the first `used` bytes
+    /// of `input`, are decoded already into `symbols` (by [`decode_many`]).
+    pub(crate) fn decoded(input: &'a [u8], symbols: &'a [u8], used: usize, bits: u32) -> Self {
+        Self {
             symbols,
-            low: &input[used..],
+            low: input.get(used..).unwrap_or_default(),
             used,
             bits,
             lead: bin_lead(bits),
             done: 0,
             pos: 0,
-        })
+        }
     }
 
     /// Fills the start of `block` with the next integers, [`BIN_BLOCK`] of them or the
@@ -1630,6 +1665,104 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
         }
         other => Err(corrupt(format!("unknown mode {other}"))),
     }
+}
+
+/// Decodes several coded streams, each from the start of its input into its output of
+/// the same index, as [`decode`] would one after the other; returns the bytes of each
+/// input taken. Streams of four lanes of the same length are decoded side by side where
+/// the CPU has the vector kernel (`kernels::tans`), up to eight at a time; a chunk's
+/// streams are independent, so a run of chunks supplies them.
+pub(crate) fn decode_many(
+    inputs: &[&[u8]],
+    outs: &mut [&mut [u8]],
+    tables: &PageTables,
+) -> Result<Vec<usize>> {
+    if inputs.len() != outs.len() {
+        return Err(Error::invalid(format!(
+            "{} coded streams for {} outputs",
+            inputs.len(),
+            outs.len()
+        )));
+    }
+    let mut used = vec![0; inputs.len()];
+    // The four-lane streams the kernel takes: a table of their own (built here) or a page
+    // table's index, and where their bit stream's length starts.
+    let mut own: Vec<Option<Decoder>> = Vec::with_capacity(inputs.len());
+    let mut page: Vec<usize> = Vec::with_capacity(inputs.len());
+    let mut wide: Vec<(usize, usize)> = Vec::new();
+    for (i, (input, out)) in inputs.iter().zip(outs.iter_mut()).enumerate() {
+        let n = out.len();
+        let corrupt =
+            |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
+        own.push(None);
+        page.push(0);
+        // At least one group of four steps for the kernel, past the lanes' last bytes.
+        let kernel = kernels::tans::has_kernel() && n >= 4 + WIDE_LANES;
+        match input.first() {
+            Some(&MODE_TANS4) if kernel => {
+                let (norm, log, at) = read_table(&input[1..]).map_err(corrupt)?;
+                own[i] = Some(Decoder::new(&norm, log));
+                wide.push((i, 1 + at));
+            }
+            Some(&MODE_SHARED4) if kernel => {
+                let t = usize::from(
+                    *input
+                        .get(1)
+                        .ok_or_else(|| corrupt("no page table index".to_owned()))?,
+                );
+                if t >= tables.decoders.len() {
+                    return Err(corrupt(format!(
+                        "page table {t}, but the page has {}",
+                        tables.decoders.len()
+                    )));
+                }
+                page[i] = t;
+                wide.push((i, 2));
+            }
+            _ => used[i] = decode(input, out, tables)?,
+        }
+    }
+    // Groups of streams of one length, in order.
+    let mut outs: Vec<Option<&mut [u8]>> = outs.iter_mut().map(|o| Some(&mut **o)).collect();
+    let mut rest = &wide[..];
+    while let Some(&(first, _)) = rest.first() {
+        let n = outs[first].as_ref().map_or(0, |o| o.len());
+        let take = rest
+            .iter()
+            .take(kernels::tans::STREAMS)
+            .take_while(|&&(i, _)| outs[i].as_ref().is_some_and(|o| o.len() == n))
+            .count();
+        let (group, after) = rest.split_at(take);
+        rest = after;
+        let corrupt =
+            |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
+        let mut cursors = Vec::with_capacity(group.len());
+        let mut ends = Vec::with_capacity(group.len());
+        for &(i, at) in group {
+            let decoder = own[i].as_ref().unwrap_or_else(|| &tables.decoders[page[i]]);
+            let (bits, len, states) = decoder
+                .start::<WIDE_LANES>(&inputs[i][at..])
+                .map_err(corrupt)?;
+            let out = outs[i].take().expect("each stream is in one group");
+            cursors.push(Cursor {
+                table: &decoder.entries,
+                bits,
+                out,
+                states,
+                pos: WIDE_LANES * decoder.log as usize,
+            });
+            ends.push((i, at, len, decoder));
+        }
+        // Whole groups of four of the steps before the lanes' last bytes.
+        let steps = (n - WIDE_LANES) / 4 * 4;
+        let reached = kernels::tans::decode4(&mut cursors, 0, steps);
+        for (cursor, &(i, at, len, decoder)) in cursors.iter_mut().zip(&ends) {
+            used[i] = at
+                + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, reached, len))
+                    .map_err(corrupt)?;
+        }
+    }
+    Ok(used)
 }
 
 #[cfg(test)]
@@ -2074,6 +2207,102 @@ mod tests {
                 };
                 assert_eq!(1 + at + used.unwrap(), coded.len(), "{n}");
                 assert_eq!(plain, stream, "{n}");
+            }
+        }
+    }
+
+    /// Streams decoded side by side (`decode_many`) come out as `decode` gives them one
+    /// at a time: streams of every mode, own and page tables, groups of one length and
+    /// of mixed lengths, each followed by other bytes (as a chunk's low bits follow its
+    /// symbols); and any stream cut short or with a byte changed fails in both or in
+    /// neither, with the same bytes out when neither fails.
+    #[test]
+    fn streams_side_by_side_decode_as_one_at_a_time() {
+        let mut x = 11u64;
+        let alphabet = [0u8, 0, 0, 1, 1, 2, 3, 4, 5, 9, 200, 255];
+        let mut draw = |n: usize, k: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| alphabet[(xorshift(&mut x) % k as u64) as usize])
+                .collect()
+        };
+        let mut sampled: Vec<KindHistogram> = Vec::new();
+        for _ in 0..8 {
+            let mut counts = [0u32; 256];
+            count(&draw(1024, alphabet.len()), &mut counts);
+            sampled.push((0, counts));
+        }
+        let tables = PageTables::from_streams(&sampled, 10.0);
+        let parsed = PageTables::parse(&tables.to_bytes()).unwrap();
+        let none = PageTables::default();
+        let lengths = [
+            1024, 1024, 1024, 1000, 1024, 9, 1024, 300, 1024, 1024, 1024, 1024,
+        ];
+        let mut streams = Vec::new();
+        let mut coded: Vec<Vec<u8>> = Vec::new();
+        for (i, &n) in lengths.iter().cycle().take(40).enumerate() {
+            let shared = i % 3 == 0;
+            let stream = draw(
+                n,
+                if shared {
+                    alphabet.len()
+                } else {
+                    1 + i % alphabet.len()
+                },
+            );
+            let mut bytes = Vec::new();
+            if shared {
+                encode(&stream, &tables, &mut bytes).unwrap();
+            } else {
+                encode_lanes(&stream, &none, i % 5 != 1, &mut bytes).unwrap();
+            }
+            // Bytes after the stream, which peeks may see and must not take.
+            bytes.extend((0..i % 13).map(|j| (j * 37) as u8));
+            streams.push(stream);
+            coded.push(bytes);
+        }
+        let modes: std::collections::BTreeSet<u8> = coded.iter().map(|c| c[0]).collect();
+        assert!(
+            modes.contains(&MODE_TANS4) && modes.contains(&MODE_SHARED4),
+            "{modes:?}"
+        );
+        let one_at_a_time = |coded: &[Vec<u8>]| -> Result<(Vec<Vec<u8>>, Vec<usize>)> {
+            let mut outs = Vec::new();
+            let mut used = Vec::new();
+            for (c, s) in coded.iter().zip(&streams) {
+                let mut out = vec![0; s.len()];
+                used.push(decode(c, &mut out, &parsed)?);
+                outs.push(out);
+            }
+            Ok((outs, used))
+        };
+        let side_by_side = |coded: &[Vec<u8>]| -> Result<(Vec<Vec<u8>>, Vec<usize>)> {
+            let mut outs: Vec<Vec<u8>> = streams.iter().map(|s| vec![0; s.len()]).collect();
+            let inputs: Vec<&[u8]> = coded.iter().map(|c| &c[..]).collect();
+            let mut slices: Vec<&mut [u8]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            let used = decode_many(&inputs, &mut slices, &parsed)?;
+            Ok((outs, used))
+        };
+        let (outs, used) = side_by_side(&coded).unwrap();
+        assert_eq!(outs, streams);
+        assert_eq!(used, one_at_a_time(&coded).unwrap().1);
+        for (i, c) in coded.iter().enumerate() {
+            assert_eq!(used[i], c.len() - i % 13, "{i}");
+        }
+        // Hostile: cuts and changed bytes in one stream of the group.
+        for round in 0..600 {
+            let mut bad = coded.clone();
+            let i = round % bad.len();
+            let at = (xorshift(&mut x) as usize) % bad[i].len();
+            if round % 2 == 0 {
+                bad[i].truncate(at);
+            } else {
+                bad[i][at] ^= 1 << (round % 8);
+            }
+            let (a, b) = (one_at_a_time(&bad), side_by_side(&bad));
+            match (a, b) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "round {round}"),
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!("round {round}: one at a time {a:?}, side by side {b:?}"),
             }
         }
     }

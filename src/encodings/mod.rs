@@ -349,6 +349,26 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         })
     }
 
+    /// Decodes whole chunks of `num_values` values each, `chunks[i]` the stored bytes of
+    /// chunk `i` ([`ChunkStorage::Raw`], without validity), into `out`, which must be
+    /// exactly their values' bytes. The default decodes them one at a time with
+    /// [`decompress_into`](Self::decompress_into); entropy-coded encodings decode the
+    /// chunks' coded streams side by side.
+    fn decompress_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        num_values: usize,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let len = check_chunks_output(chunks.len(), num_values, self.value_width(), out)?;
+        for (k, (chunk, out)) in chunks.iter().zip(out.chunks_exact_mut(len)).enumerate() {
+            self.decompress_into(chunk, num_values, ChunkStorage::Raw, out, scratch)
+                .map_err(|e| in_run_chunk(e, k))?;
+        }
+        Ok(())
+    }
+
     /// Decodes one chunk into a new buffer of `num_values * value_width()` bytes.
     fn decompress(
         &self,
@@ -409,6 +429,34 @@ pub(crate) fn check_output(out: &[u8], num_values: usize, width: usize) -> Resul
 /// Checks a run of uncompressed chunks of `num_values` values of `width` bytes and its
 /// output: the output as long as the run, the run a whole number of chunks. Returns the
 /// bytes per chunk.
+/// Checks that `out` holds exactly `count` chunks of `num_values` values of `width` bytes
+/// (for [`MiniBlockDecompressor::decompress_chunks_into`]); returns the bytes of one
+/// chunk's values.
+pub(crate) fn check_chunks_output(
+    count: usize,
+    num_values: usize,
+    width: usize,
+    out: &[u8],
+) -> Result<usize> {
+    let len = checked_len(num_values, width)?;
+    if count.checked_mul(len) != Some(out.len()) {
+        return Err(Error::invalid(format!(
+            "output holds {} bytes, {count} chunks of {num_values} values of {width} bytes need {}",
+            out.len(),
+            count.saturating_mul(len)
+        )));
+    }
+    Ok(len)
+}
+
+/// Names chunk `k` of a run of chunks in a corruption error.
+pub(crate) fn in_run_chunk(e: Error, k: usize) -> Error {
+    match e {
+        Error::Corrupt { message } => Error::corrupt(format!("chunk {k} of the run: {message}")),
+        other => other,
+    }
+}
+
 pub(crate) fn check_uncompressed_run(
     chunks: &[u8],
     num_values: usize,

@@ -18,7 +18,8 @@
 //!
 //! Other pieces live here: `bitpack`, the bit-packing kernels; `unbin`, which rebuilds
 //! the entropy coder's binned integers eight at a time (AVX2 or AVX-512 VBMI); `sums`,
-//! the running sums that undo `delta`'s differences a vector at a time (AVX-512F); and
+//! the running sums that undo `delta`'s differences a vector at a time (AVX-512F); `tans`,
+//! which decodes up to sixteen chunks' tANS streams side by side (AVX-512F); and
 //! [`with_bmi2`],
 //! which runs a closure compiled for BMI1/BMI2 where the CPU has them, so that the
 //! entropy decoder's bit readers, which shift and mask by counts read from a table, take
@@ -34,6 +35,7 @@ pub(crate) mod bitpack;
 mod neon;
 mod scalar;
 pub(crate) mod sums;
+pub(crate) mod tans;
 pub(crate) mod unbin;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -306,8 +306,8 @@ impl<'a> PageDecoder<'a> {
         partial: &mut MutableBuffer,
     ) -> Result<()> {
         let chunk = &self.layout.chunks()[piece.chunks.start];
-        let whole = piece.rows.len() == chunk.num_values && piece.chunks.len() == 1;
-        if piece.chunks.len() > 1 {
+        let whole = piece.rows.len() == chunk.num_values && piece.kind == Run::Single;
+        if piece.kind == Run::Plain {
             let bytes = self.run_bytes(piece);
             self.decompressor
                 .decompress_uncompressed_chunks_append(bytes, chunk.num_values, values, scratch)
@@ -377,9 +377,10 @@ impl<'a> PageDecoder<'a> {
         Ok(())
     }
 
-    /// What decoding rows `rows` takes, in order: runs of whole chunks of one size stored
-    /// uncompressed without validity (decoded by one decompressor call for all of them),
-    /// and single chunks (possibly only some of their rows) otherwise.
+    /// What decoding rows `rows` takes, in order: runs of whole chunks of one size without
+    /// validity (decoded by one decompressor call for all of them: stored uncompressed at
+    /// the values' width, or as the encoding wrote them), and single chunks (possibly
+    /// only some of their rows) otherwise.
     fn pieces(&self, rows: Range<usize>) -> impl Iterator<Item = Piece> + '_ {
         let chunks = self.layout.chunks();
         let touched = self.chunks_for_rows(rows.clone());
@@ -389,23 +390,37 @@ impl<'a> PageDecoder<'a> {
                 return None;
             }
             let first = &chunks[index];
-            let whole_plain = |c: &ChunkLocation| {
+            // Whole chunks of one size, stored as the encoding wrote them, without
+            // validity: decoded by one call, which may decode them side by side.
+            let whole_coded = |c: &ChunkLocation| {
                 rows.start <= c.first_row
                     && c.first_row + c.num_values <= rows.end
                     && !c.has_validity
                     && c.storage == ChunkStorage::Raw
                     && c.num_values == first.num_values
-                    && Some(c.num_bytes) == first.num_values.checked_mul(self.width)
+            };
+            // Those of them stored at the values' width, uncompressed.
+            let whole_plain = |c: &ChunkLocation| {
+                whole_coded(c) && Some(c.num_bytes) == first.num_values.checked_mul(self.width)
             };
             let mut end = index;
+            let mut kind = Run::Plain;
             while end < touched.end && whole_plain(&chunks[end]) {
                 end += 1;
+            }
+            if end <= index + 1 {
+                end = index;
+                kind = Run::Coded;
+                while end < touched.end && whole_coded(&chunks[end]) {
+                    end += 1;
+                }
             }
             let piece = if end > index + 1 {
                 let last = &chunks[end - 1];
                 Piece {
                     chunks: index..end,
                     rows: first.first_row..last.first_row + last.num_values,
+                    kind,
                 }
             } else {
                 end = index + 1;
@@ -413,6 +428,7 @@ impl<'a> PageDecoder<'a> {
                     chunks: index..end,
                     rows: rows.start.max(first.first_row)
                         ..rows.end.min(first.first_row + first.num_values),
+                    kind: Run::Single,
                 }
             };
             index = end;
@@ -429,7 +445,21 @@ impl<'a> PageDecoder<'a> {
         scratch: &mut Vec<u8>,
         partial: &mut MutableBuffer,
     ) -> Result<()> {
-        if piece.chunks.len() == 1 {
+        if piece.kind == Run::Coded {
+            let chunks: Vec<&[u8]> = self.layout.chunks()[piece.chunks.clone()]
+                .iter()
+                .map(|c| &self.data[c.offset..c.offset + c.num_bytes])
+                .collect();
+            let num_values = self.layout.chunks()[piece.chunks.start].num_values;
+            self.decompressor
+                .decompress_chunks_into(&chunks, num_values, out, scratch)
+                .map_err(|e| in_run(e, piece))?;
+            if let Some(validity) = validity {
+                validity.append_n(piece.rows.len(), true);
+            }
+            return Ok(());
+        }
+        if piece.kind == Run::Single {
             return self.decode_chunk_rows(
                 piece.chunks.start,
                 piece.rows.clone(),
@@ -517,11 +547,23 @@ fn in_run(e: Error, piece: &Piece) -> Error {
     }
 }
 
-/// A part of a row range that is decoded by one call: a run of whole uncompressed chunks,
-/// or one chunk.
+/// A part of a row range that is decoded by one call: a run of whole chunks, or one
+/// chunk.
 struct Piece {
     chunks: Range<usize>,
     rows: Range<usize>,
+    kind: Run,
+}
+
+/// What a [`Piece`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// One chunk, or some of its rows.
+    Single,
+    /// Two or more whole chunks stored uncompressed at the values' width.
+    Plain,
+    /// Two or more other whole chunks of one size, as the encoding wrote them.
+    Coded,
 }
 
 /// Builds an array of `data_type` holding `len` values from their decoded bytes and
