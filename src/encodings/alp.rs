@@ -1166,6 +1166,9 @@ enum Stored<'a> {
         correction_bits: Option<u8>,
         tables: &'a PageTables,
         scratch: &'a mut Vec<u8>,
+        /// The bin symbols and the bytes of `coded` they took, where they were decoded
+        /// already (with other chunks' streams, by `entropy::decode_many`).
+        symbols: Option<(&'a [u8], usize)>,
     },
 }
 
@@ -1342,6 +1345,7 @@ impl<'a> Chunk<'a> {
                     correction_bits,
                     tables,
                     scratch,
+                    symbols: None,
                 }
             } else {
                 let decoded = super::overwritten(scratch, int_bytes + correction_bytes);
@@ -1465,13 +1469,17 @@ impl<'a> Chunk<'a> {
                 correction_bits,
                 tables,
                 scratch,
+                symbols: decoded,
             } => {
                 let correction_bytes =
                     correction_bits.map_or(0, |bits| n * usize::from(bits).div_ceil(8));
                 let (symbols, streams) =
                     super::overwritten(scratch, n + correction_bytes).split_at_mut(n);
-                let mut bins =
-                    entropy::Unbinner::new(coded, symbols, u32::from(self.bits), tables)?;
+                let bits = u32::from(self.bits);
+                let mut bins = match decoded {
+                    Some((symbols, used)) => entropy::Unbinner::decoded(coded, symbols, used, bits),
+                    None => entropy::Unbinner::new(coded, symbols, bits, tables)?,
+                };
                 let mut block = [0u64; entropy::BIN_BLOCK];
                 loop {
                     let len = bins.next_block(&mut block);
@@ -1700,6 +1708,68 @@ impl MiniBlockDecompressor for AlpDecompressor {
         match Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)? {
             None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
             Some(parsed) => parsed.decode(num_values, self.float, out)?,
+        }
+        Ok(())
+    }
+
+    fn decompress_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        num_values: usize,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let len = super::check_chunks_output(chunks.len(), num_values, self.float.width, out)?;
+        let streams = kernels::tans::STREAMS;
+        let mut symbols = Vec::new();
+        for (g, (group, out)) in chunks
+            .chunks(streams)
+            .zip(out.chunks_mut(streams * len.max(1)))
+            .enumerate()
+        {
+            let named = |k: usize| move |e| super::in_run_chunk(e, g * streams + k);
+            // Chunks of binned integers wait for their bin symbols to be decoded together
+            // (their headers are read again then); the others decode now.
+            let mut binned = Vec::with_capacity(group.len());
+            for (k, (chunk, out)) in group.iter().zip(out.chunks_exact_mut(len)).enumerate() {
+                match Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
+                    .map_err(named(k))?
+                {
+                    None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
+                    Some(Chunk {
+                        stored: Stored::Binned { coded, .. },
+                        ..
+                    }) => {
+                        // `coded` lies within `chunk`; kept as its range there, free of
+                        // the parse's borrow of `scratch`.
+                        let at = coded.as_ptr() as usize - chunk.as_ptr() as usize;
+                        binned.push((k, chunk, at..at + coded.len(), out));
+                    }
+                    Some(parsed) => parsed
+                        .decode(num_values, self.float, out)
+                        .map_err(named(k))?,
+                }
+            }
+            symbols.resize(num_values * binned.len(), 0);
+            let mut outs: Vec<&mut [u8]> = symbols.chunks_exact_mut(num_values.max(1)).collect();
+            let inputs: Vec<&[u8]> = binned.iter().map(|b| &b.1[b.2.clone()]).collect();
+            let used = entropy::decode_many(&inputs, &mut outs, &self.tables)?;
+            for ((k, chunk, _, out), (decoded, used)) in
+                binned.into_iter().zip(outs.iter().zip(used))
+            {
+                let Some(mut parsed) =
+                    Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
+                        .map_err(named(k))?
+                else {
+                    unreachable!("a chunk parsed as binned before");
+                };
+                if let Stored::Binned { symbols, .. } = &mut parsed.stored {
+                    *symbols = Some((decoded, used));
+                }
+                parsed
+                    .decode(num_values, self.float, out)
+                    .map_err(named(k))?;
+            }
         }
         Ok(())
     }
