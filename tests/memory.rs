@@ -381,6 +381,28 @@ fn claimed_counts_do_not_drive_allocation() {
             );
         }
     }
+    // 1,000 delta+ans chunks of 3 bytes, each claiming 65,536 f32 values (within the
+    // encoding's expansion): whole chunks decode in runs, and a run's output must not be
+    // set aside for all of its claimed rows before any of them decodes.
+    let chunks = 1_000usize;
+    let mut entries = vec![(3u32, 16u8, 0u8); chunks - 1];
+    entries.push((3, 0, 0));
+    let data: Vec<u8> = std::iter::repeat_n([0xC1u8, 9, 0], chunks)
+        .flatten()
+        .collect();
+    let page = standalone_page(false, &entries, &data);
+    let message = Encoding::DeltaAns.compressor(32).unwrap().array_encoding();
+    assert_bounded(
+        &serial,
+        "1,000 delta+ans chunks claiming 65,536 values",
+        page.len(),
+        || {
+            PageDecoder::try_new(&message, chunks as u64 * 65_536, &page)
+                .and_then(|d| d.decode())
+                .is_err()
+        },
+    );
+
     // More than an encoder writes: one 4 GiB chunk is refused before anything else.
     let data = vec![0u8; 128 * 1024];
     let page = standalone_page(true, &[(data.len() as u32, 0, 2)], &data);

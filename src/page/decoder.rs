@@ -411,7 +411,22 @@ impl<'a> PageDecoder<'a> {
             if end <= index + 1 {
                 end = index;
                 kind = Run::Coded;
+                // A run's output is set aside before any chunk of it decodes, so a run
+                // grows only while its stored bytes justify its values: a hostile
+                // table's tiny chunks claiming many values decode one at a time, each
+                // failing before the next is allocated.
+                let (mut stored, mut values) = (0usize, 0usize);
                 while end < touched.end && whole_coded(&chunks[end]) {
+                    stored = stored.saturating_add(chunks[end].num_bytes);
+                    values =
+                        values.saturating_add(chunks[end].num_values.saturating_mul(self.width));
+                    if values
+                        > stored
+                            .saturating_mul(RUN_EXPANSION)
+                            .saturating_add(RUN_SLACK)
+                    {
+                        break;
+                    }
                     end += 1;
                 }
             }
@@ -535,6 +550,15 @@ impl<'a> PageDecoder<'a> {
         Ok(rows.end - rows.start)
     }
 }
+
+/// How many times its stored bytes, plus [`RUN_SLACK`], a run of coded chunks may decode
+/// to: past it the chunks decode one at a time. Entropy-coded chunks of real series
+/// take a third to a half of their values' bytes; chunks that shrink further (a constant)
+/// decode fast alone.
+const RUN_EXPANSION: usize = 8;
+
+/// Bytes of values any run of coded chunks may decode to, whatever its stored bytes.
+const RUN_SLACK: usize = 64 << 10;
 
 /// Names the run of chunks in a corruption error from a run decoder.
 fn in_run(e: Error, piece: &Piece) -> Error {
