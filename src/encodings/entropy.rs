@@ -1667,6 +1667,9 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
     }
 }
 
+/// Zero bytes after each bit stream that [`decode_many`] decodes side by side: one word.
+const PAD: usize = 8;
+
 /// Decodes several coded streams, each from the start of its input into its output of
 /// the same index, as [`decode`] would one after the other; returns the bytes of each
 /// input taken. Streams of four lanes of the same length are decoded side by side where
@@ -1736,13 +1739,26 @@ pub(crate) fn decode_many(
         rest = after;
         let corrupt =
             |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
-        let mut cursors = Vec::with_capacity(group.len());
         let mut ends = Vec::with_capacity(group.len());
+        // Each bit stream copied with zeros after it: the kernel reads a whole word at a
+        // stream's position, and a stream that ends at the end of its chunk would
+        // otherwise stop every stream of the group its last words before. A valid
+        // stream takes no bit past its end, so what follows it there is never used.
+        let mut padded = Vec::new();
         for &(i, at) in group {
             let decoder = own[i].as_ref().unwrap_or_else(|| &tables.decoders[page[i]]);
             let (bits, len, states) = decoder
                 .start::<WIDE_LANES>(&inputs[i][at..])
                 .map_err(corrupt)?;
+            padded.extend_from_slice(&bits[..len]);
+            padded.extend_from_slice(&[0; PAD]);
+            ends.push((i, at, len, decoder, states));
+        }
+        let mut cursors = Vec::with_capacity(group.len());
+        let mut rest_bits = &padded[..];
+        for &(i, _, len, decoder, states) in &ends {
+            let (bits, after) = rest_bits.split_at(len + PAD);
+            rest_bits = after;
             let out = outs[i].take().expect("each stream is in one group");
             cursors.push(Cursor {
                 table: &decoder.entries,
@@ -1751,12 +1767,11 @@ pub(crate) fn decode_many(
                 states,
                 pos: WIDE_LANES * decoder.log as usize,
             });
-            ends.push((i, at, len, decoder));
         }
         // Whole groups of four of the steps before the lanes' last bytes.
         let steps = (n - WIDE_LANES) / 4 * 4;
         let reached = kernels::tans::decode4(&mut cursors, 0, steps);
-        for (cursor, &(i, at, len, decoder)) in cursors.iter_mut().zip(&ends) {
+        for (cursor, &(i, at, len, decoder, _)) in cursors.iter_mut().zip(&ends) {
             used[i] = at
                 + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, reached, len))
                     .map_err(corrupt)?;
