@@ -6,8 +6,9 @@
 //! entry, the entry says how many bits to read, and the bits make the next state, while
 //! the next bit position waits on the entry too. Within a stream that chain cannot be
 //! cut without a new format, but the chunks of a page are independent streams: eight of
-//! them side by side make eight chains that advance together, one gather of table
-//! entries a step for all eight.
+//! them in a vector make eight chains that advance together, one gather of table entries
+//! a step for all eight, and a second vector of eight overlaps its gathers' waits with
+//! the first's.
 //!
 //! A step of the four-lane format reads lane `i % 4`'s state, so a group of four steps
 //! uses each lane's state once: the four entry gathers of a group are independent of one
