@@ -1719,15 +1719,13 @@ impl MiniBlockDecompressor for AlpDecompressor {
         out: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
+        if !kernels::tans::has_kernel() {
+            return super::decompress_each(self, chunks, num_values, out, scratch);
+        }
         let len = super::check_chunks_output(chunks.len(), num_values, self.float.width, out)?;
-        let streams = kernels::tans::STREAMS;
         let mut symbols = Vec::new();
-        for (g, (group, out)) in chunks
-            .chunks(streams)
-            .zip(out.chunks_mut(streams * len.max(1)))
-            .enumerate()
-        {
-            let named = |k: usize| move |e| super::in_run_chunk(e, g * streams + k);
+        for (first, group, out) in super::stream_groups(chunks, len, out) {
+            let named = |k: usize| move |e| super::in_run_chunk(e, first + k);
             // Chunks of binned integers wait for their bin symbols to be decoded together
             // (their headers are read again then); the others decode now.
             let mut binned = Vec::with_capacity(group.len());
@@ -1740,9 +1738,13 @@ impl MiniBlockDecompressor for AlpDecompressor {
                         stored: Stored::Binned { coded, .. },
                         ..
                     }) => {
-                        // `coded` lies within `chunk`; kept as its range there, free of
-                        // the parse's borrow of `scratch`.
-                        let at = coded.as_ptr() as usize - chunk.as_ptr() as usize;
+                        // `coded` is the end of `chunk` (the exceptions come after
+                        // it); kept as its range there, free of the parse's borrow of
+                        // `scratch`.
+                        let at = (coded.as_ptr() as usize)
+                            .checked_sub(chunk.as_ptr() as usize)
+                            .filter(|&at| at + coded.len() <= chunk.len())
+                            .ok_or_else(|| named(k)(Error::corrupt("coded streams outside")))?;
                         binned.push((k, chunk, at..at + coded.len(), out));
                     }
                     Some(parsed) => parsed
@@ -1757,12 +1759,10 @@ impl MiniBlockDecompressor for AlpDecompressor {
             for ((k, chunk, _, out), (decoded, used)) in
                 binned.into_iter().zip(outs.iter().zip(used))
             {
-                let Some(mut parsed) =
-                    Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
-                        .map_err(named(k))?
-                else {
-                    unreachable!("a chunk parsed as binned before");
-                };
+                // Parsing is deterministic: the chunk is binned again.
+                let mut parsed = Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
+                    .map_err(named(k))?
+                    .ok_or_else(|| named(k)(Error::corrupt("parsed twice, differently")))?;
                 if let Stored::Binned { symbols, .. } = &mut parsed.stored {
                     *symbols = Some((decoded, used));
                 }

@@ -816,13 +816,11 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         out: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
+        if !self.entropy_coded || !kernels::tans::has_kernel() {
+            return super::decompress_each(self, chunks, num_values, out, scratch);
+        }
         let len = check_chunks_output(chunks.len(), num_values, self.width, out)?;
-        for (g, (group, out)) in chunks
-            .chunks(kernels::tans::STREAMS)
-            .zip(out.chunks_mut(kernels::tans::STREAMS * len.max(1)))
-            .enumerate()
-        {
-            let first = g * kernels::tans::STREAMS;
+        for (first, group, out) in super::stream_groups(chunks, len, out) {
             // Chunks of binned residuals wait for their symbols to be decoded together;
             // the others decode now.
             let mut binned = Vec::with_capacity(group.len());

@@ -1673,7 +1673,7 @@ const PAD: usize = 8;
 /// Decodes several coded streams, each from the start of its input into its output of
 /// the same index, as [`decode`] would one after the other; returns the bytes of each
 /// input taken. Streams of four lanes of the same length are decoded side by side where
-/// the CPU has the vector kernel (`kernels::tans`), up to eight at a time; a chunk's
+/// the CPU has the vector kernel (`kernels::tans`), up to sixteen at a time; a chunk's
 /// streams are independent, so a run of chunks supplies them.
 pub(crate) fn decode_many(
     inputs: &[&[u8]],
@@ -1688,24 +1688,19 @@ pub(crate) fn decode_many(
         )));
     }
     let mut used = vec![0; inputs.len()];
-    // The four-lane streams the kernel takes: a table of their own (built here) or a page
-    // table's index, and where their bit stream's length starts.
-    let mut own: Vec<Option<Decoder>> = Vec::with_capacity(inputs.len());
-    let mut page: Vec<usize> = Vec::with_capacity(inputs.len());
-    let mut wide: Vec<(usize, usize)> = Vec::new();
+    // The four-lane streams the kernel takes: their index, where their bit stream's
+    // length starts, and a table of their own (built here) or a page table's index.
+    let mut wide: Vec<(usize, usize, Result<Decoder, usize>)> = Vec::new();
     for (i, (input, out)) in inputs.iter().zip(outs.iter_mut()).enumerate() {
         let n = out.len();
         let corrupt =
             |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
-        own.push(None);
-        page.push(0);
         // At least one group of four steps for the kernel, past the lanes' last bytes.
         let kernel = kernels::tans::has_kernel() && n >= 4 + WIDE_LANES;
         match input.first() {
             Some(&MODE_TANS4) if kernel => {
                 let (norm, log, at) = read_table(&input[1..]).map_err(corrupt)?;
-                own[i] = Some(Decoder::new(&norm, log));
-                wide.push((i, 1 + at));
+                wide.push((i, 1 + at, Ok(Decoder::new(&norm, log))));
             }
             Some(&MODE_SHARED4) if kernel => {
                 let t = usize::from(
@@ -1719,8 +1714,7 @@ pub(crate) fn decode_many(
                         tables.decoders.len()
                     )));
                 }
-                page[i] = t;
-                wide.push((i, 2));
+                wide.push((i, 2, Err(t)));
             }
             _ => used[i] = decode(input, out, tables)?,
         }
@@ -1728,12 +1722,12 @@ pub(crate) fn decode_many(
     // Groups of streams of one length, in order.
     let mut outs: Vec<Option<&mut [u8]>> = outs.iter_mut().map(|o| Some(&mut **o)).collect();
     let mut rest = &wide[..];
-    while let Some(&(first, _)) = rest.first() {
+    while let Some(&(first, _, _)) = rest.first() {
         let n = outs[first].as_ref().map_or(0, |o| o.len());
         let take = rest
             .iter()
             .take(kernels::tans::STREAMS)
-            .take_while(|&&(i, _)| outs[i].as_ref().is_some_and(|o| o.len() == n))
+            .take_while(|&&(i, _, _)| outs[i].as_ref().is_some_and(|o| o.len() == n))
             .count();
         let (group, after) = rest.split_at(take);
         rest = after;
@@ -1745,8 +1739,12 @@ pub(crate) fn decode_many(
         // otherwise stop every stream of the group its last words before. A valid
         // stream takes no bit past its end, so what follows it there is never used.
         let mut padded = Vec::new();
-        for &(i, at) in group {
-            let decoder = own[i].as_ref().unwrap_or_else(|| &tables.decoders[page[i]]);
+        for (i, at, table) in group {
+            let (i, at) = (*i, *at);
+            let decoder = match table {
+                Ok(own) => own,
+                Err(t) => &tables.decoders[*t],
+            };
             let (bits, len, states) = decoder
                 .start::<WIDE_LANES>(&inputs[i][at..])
                 .map_err(corrupt)?;

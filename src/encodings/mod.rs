@@ -361,12 +361,7 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         out: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let len = check_chunks_output(chunks.len(), num_values, self.value_width(), out)?;
-        for (k, (chunk, out)) in chunks.iter().zip(out.chunks_exact_mut(len)).enumerate() {
-            self.decompress_into(chunk, num_values, ChunkStorage::Raw, out, scratch)
-                .map_err(|e| in_run_chunk(e, k))?;
-        }
-        Ok(())
+        decompress_each(self, chunks, num_values, out, scratch)
     }
 
     /// Decodes one chunk into a new buffer of `num_values * value_width()` bytes.
@@ -426,9 +421,6 @@ pub(crate) fn check_output(out: &[u8], num_values: usize, width: usize) -> Resul
     Ok(len)
 }
 
-/// Checks a run of uncompressed chunks of `num_values` values of `width` bytes and its
-/// output: the output as long as the run, the run a whole number of chunks. Returns the
-/// bytes per chunk.
 /// Checks that `out` holds exactly `count` chunks of `num_values` values of `width` bytes
 /// (for [`MiniBlockDecompressor::decompress_chunks_into`]); returns the bytes of one
 /// chunk's values.
@@ -449,6 +441,40 @@ pub(crate) fn check_chunks_output(
     Ok(len)
 }
 
+/// [`MiniBlockDecompressor::decompress_chunks_into`] one chunk at a time: its default,
+/// and what the encodings that override it do on CPUs without the side-by-side kernel.
+pub(crate) fn decompress_each<D: MiniBlockDecompressor + ?Sized>(
+    decoder: &D,
+    chunks: &[&[u8]],
+    num_values: usize,
+    out: &mut [u8],
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    let len = check_chunks_output(chunks.len(), num_values, decoder.value_width(), out)?;
+    for (k, (chunk, out)) in chunks.iter().zip(out.chunks_exact_mut(len)).enumerate() {
+        decoder
+            .decompress_into(chunk, num_values, ChunkStorage::Raw, out, scratch)
+            .map_err(|e| in_run_chunk(e, k))?;
+    }
+    Ok(())
+}
+
+/// The chunks of a run in groups of up to [`kernels::tans::STREAMS`], each with the index
+/// of its first chunk and its values' bytes of `out` (`len` bytes a chunk), for decoders
+/// that decode a group's coded streams side by side.
+pub(crate) fn stream_groups<'c, 'd, 'o>(
+    chunks: &'c [&'d [u8]],
+    len: usize,
+    out: &'o mut [u8],
+) -> impl Iterator<Item = (usize, &'c [&'d [u8]], &'o mut [u8])> {
+    let streams = crate::kernels::tans::STREAMS;
+    chunks
+        .chunks(streams)
+        .zip(out.chunks_mut(streams * len.max(1)))
+        .enumerate()
+        .map(move |(g, (group, out))| (g * streams, group, out))
+}
+
 /// Names chunk `k` of a run of chunks in a corruption error.
 pub(crate) fn in_run_chunk(e: Error, k: usize) -> Error {
     match e {
@@ -457,6 +483,9 @@ pub(crate) fn in_run_chunk(e: Error, k: usize) -> Error {
     }
 }
 
+/// Checks a run of uncompressed chunks of `num_values` values of `width` bytes and its
+/// output: the output as long as the run, the run a whole number of chunks. Returns the
+/// bytes per chunk.
 pub(crate) fn check_uncompressed_run(
     chunks: &[u8],
     num_values: usize,
