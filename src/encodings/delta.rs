@@ -230,8 +230,23 @@ fn sum_unbinned<W: Word>(
     let mut sums = Sums::new(order);
     let mut at = 0;
     let mut block = [0u64; entropy::BIN_BLOCK];
+    // 4-byte values go from bin symbols to values in one pass where the CPU has the
+    // kernel, from the third on for order 2 (its first two start the sums); blocks read
+    // the first values and the last few, which the kernel leaves.
+    let fused = W::BYTES == 4 && crate::kernels::unbin::has_fused();
     loop {
-        let len = reader.next_block(&mut block);
+        let started = !sums.order2 || sums.seen >= 2;
+        if fused && started {
+            let done =
+                reader.sum_next4(sums.order2, &mut sums.prev, &mut sums.delta, &mut out[at..]);
+            at += done * W::BYTES;
+        }
+        let most = if fused && !started {
+            2
+        } else {
+            entropy::BIN_BLOCK
+        };
+        let len = reader.next_upto(&mut block, most);
         if len == 0 {
             return reader.finish();
         }
@@ -752,11 +767,16 @@ impl DeltaDecompressor {
             }
         };
         if left != 0 {
-            return Err(Error::corrupt(format!(
-                "delta chunk of {num_values} values: {left} bytes after its residuals"
-            )));
+            return Err(Self::after_residuals(num_values, left));
         }
         Ok(())
+    }
+
+    /// The error of a chunk of `num_values` values with `left` bytes after its residuals.
+    fn after_residuals(num_values: usize, left: usize) -> Error {
+        Error::corrupt(format!(
+            "delta chunk of {num_values} values: {left} bytes after its residuals"
+        ))
     }
 }
 
@@ -816,44 +836,77 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         out: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        if !self.entropy_coded || !kernels::tans::has_kernel() {
+        if !self.entropy_coded || !kernels::tans::has_kernel() || num_values == 0 {
             return super::decompress_each(self, chunks, num_values, out, scratch);
         }
         let len = check_chunks_output(chunks.len(), num_values, self.width, out)?;
         for (first, group, out) in super::stream_groups(chunks, len, out) {
-            // Chunks of binned residuals wait for their symbols to be decoded together;
-            // the others decode now.
-            let mut binned = Vec::with_capacity(group.len());
+            let named = |k: usize| move |e| in_run_chunk(e, first + k);
+            // Chunks of coded residuals (one stream of bin symbols, or a coded stream per
+            // byte of the values) wait for their streams to be decoded together; the
+            // others decode now.
+            let mut coded = Vec::with_capacity(group.len());
+            let mut inputs: Vec<&[u8]> = Vec::new();
             for (k, (chunk, out)) in group.iter().zip(out.chunks_exact_mut(len)).enumerate() {
                 let (order, residuals) = self
                     .parse(chunk, num_values, ChunkStorage::Raw)
-                    .map_err(|e| in_run_chunk(e, first + k))?;
+                    .map_err(named(k))?;
                 match residuals {
-                    Residuals::Binned(rest) => binned.push((k, order, rest, out)),
+                    Residuals::Binned(rest) => {
+                        coded.push((k, order, Some(rest), inputs.len(), out));
+                        inputs.push(rest);
+                    }
+                    Residuals::Streams(mut rest) => {
+                        coded.push((k, order, None, inputs.len(), out));
+                        for _ in 0..self.width {
+                            let used = entropy::coded_len(rest, num_values).map_err(named(k))?;
+                            inputs.push(&rest[..used]);
+                            rest = &rest[used..];
+                        }
+                        if !rest.is_empty() {
+                            return Err(named(k)(Self::after_residuals(num_values, rest.len())));
+                        }
+                    }
                     other => self
                         .values_into(other, order, num_values, scratch, out)
-                        .map_err(|e| in_run_chunk(e, first + k))?,
+                        .map_err(named(k))?,
                 }
             }
-            let symbols = super::overwritten(scratch, num_values * binned.len());
-            let mut symbols: Vec<&mut [u8]> = symbols.chunks_exact_mut(num_values).collect();
-            let inputs: Vec<&[u8]> = binned.iter().map(|b| b.2).collect();
-            let used = entropy::decode_many(&inputs, &mut symbols, &self.tables)?;
-            for ((k, order, rest, out), (symbols, used)) in
-                binned.into_iter().zip(symbols.into_iter().zip(used))
-            {
-                let reader = entropy::Unbinner::decoded(rest, symbols, used, 8 * self.width as u32);
-                let taken = by_width!(self.width, sum_unbinned(reader, out, order))
-                    .map_err(|e| in_run_chunk(e, first + k))?;
-                if taken != rest.len() {
-                    return Err(in_run_chunk(
-                        Error::corrupt(format!(
-                            "delta chunk of {num_values} values: {} bytes after its residuals",
-                            rest.len() - taken
-                        )),
-                        first + k,
-                    ));
+            let decoded = super::overwritten(scratch, num_values * inputs.len());
+            let used = {
+                let mut outs: Vec<&mut [u8]> = decoded.chunks_exact_mut(num_values).collect();
+                entropy::decode_many(&inputs, &mut outs, &self.tables)?
+            };
+            // Streams `from..to`, decoded, back to back.
+            let streams = |from: usize, to: usize| &decoded[from * num_values..to * num_values];
+            for (k, order, binned, at, out) in coded {
+                if let Some(rest) = binned {
+                    let symbols = streams(at, at + 1);
+                    let reader =
+                        entropy::Unbinner::decoded(rest, symbols, used[at], 8 * self.width as u32);
+                    let taken = by_width!(self.width, sum_unbinned(reader, out, order))
+                        .map_err(named(k))?;
+                    if taken != rest.len() {
+                        return Err(named(k)(Self::after_residuals(
+                            num_values,
+                            rest.len() - taken,
+                        )));
+                    }
+                    continue;
                 }
+                // Each stream was cut at the length its header gives, which decoding it
+                // must have taken whole.
+                let end = at + self.width;
+                if let Some(i) = (at..end).find(|&i| used[i] != inputs[i].len()) {
+                    return Err(named(k)(Error::corrupt(format!(
+                        "delta chunk of {num_values} values: byte stream {} took {} of its {} bytes",
+                        i - at,
+                        used[i],
+                        inputs[i].len()
+                    ))));
+                }
+                kernels::unsplit(streams(at, end), out, self.width);
+                by_width!(self.width, undo(out, order));
             }
         }
         Ok(())
@@ -886,6 +939,7 @@ impl MiniBlockDecompressor for DeltaDecompressor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encodings::xorshift;
 
     #[test]
     fn packed_worked_example() {
@@ -1180,6 +1234,113 @@ mod tests {
         ] {
             let err = decode(&bad, &mut out).unwrap_err();
             assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{bad:?}");
+        }
+    }
+
+    /// A run of chunks of every form `delta+ans` writes (bins, coded byte streams, split
+    /// residuals) decodes through `decompress_chunks_into` as chunk after chunk does, and
+    /// damaged runs fail there exactly when a chunk of them fails alone.
+    #[test]
+    fn runs_of_mixed_chunks_decode_as_one_at_a_time() {
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        for (width, n) in [(4usize, 1024usize), (8, 512)] {
+            let mut values = Vec::new();
+            let mut v = 1_000_000u64;
+            for c in 0..24 {
+                for _ in 0..n {
+                    let r = xorshift(&mut x);
+                    v = v.wrapping_add(match c % 3 {
+                        // Noise of many magnitudes: bins.
+                        0 => (r % (1 << 20)) >> ((r >> 40) % 16),
+                        // Steps from a few values, whose bytes repeat: byte streams.
+                        1 => [3, 77, 200, 1000, 40_000, 77, 3, 3][(r % 8) as usize],
+                        // Noise over every bit: split residuals, stored as they are.
+                        _ => r,
+                    });
+                    values.extend_from_slice(&v.to_le_bytes()[..width]);
+                }
+            }
+            let encoder = DeltaEncoder::try_new(width as u64 * 8)
+                .and_then(|e| e.with_chunk_values(n))
+                .unwrap()
+                .entropy_coded();
+            let page = encoder.for_page(&values).unwrap();
+            let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
+            let Some(array_encoding::ArrayEncoding::Delta(message)) =
+                encoder.array_encoding().array_encoding
+            else {
+                panic!("not delta")
+            };
+            let decoder = DeltaDecompressor::new(&message).unwrap();
+            let chunks: Vec<Vec<u8>> = values
+                .chunks(n * width)
+                .map(|v| {
+                    let mut chunk = Vec::new();
+                    encoder
+                        .compress_chunk(v, &mut chunk, &mut Vec::new())
+                        .unwrap();
+                    chunk
+                })
+                .collect();
+            let forms: Vec<u8> = chunks
+                .iter()
+                .map(|c| c[0] & (ENTROPY_BIT | BINNED_BIT))
+                .collect();
+            for form in [ENTROPY_BIT | BINNED_BIT, ENTROPY_BIT, 0] {
+                assert!(
+                    forms.contains(&form),
+                    "width {width}: no form {form} in {forms:?}"
+                );
+            }
+            let each = |chunks: &[Vec<u8>]| -> Vec<Result<Vec<u8>>> {
+                chunks
+                    .iter()
+                    .map(|c| {
+                        let mut out = vec![0; n * width];
+                        decoder
+                            .decompress_into(c, n, ChunkStorage::Raw, &mut out, &mut Vec::new())
+                            .map(|()| out)
+                    })
+                    .collect()
+            };
+            let run = |chunks: &[Vec<u8>]| -> Result<Vec<u8>> {
+                let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+                let mut out = vec![0; n * width * chunks.len()];
+                let mut scratch = vec![0xEE; 3];
+                decoder
+                    .decompress_chunks_into(&slices, n, &mut out, &mut scratch)
+                    .map(|()| out)
+            };
+            assert_eq!(run(&chunks).unwrap(), values, "width {width}");
+            let mut failed = 0;
+            for _ in 0..300 {
+                let mut damaged = chunks.clone();
+                let k = (xorshift(&mut x) % damaged.len() as u64) as usize;
+                let r = xorshift(&mut x);
+                let chunk = &mut damaged[k];
+                match r % 3 {
+                    0 => chunk.truncate((r >> 8) as usize % chunk.len()),
+                    1 => chunk.push((r >> 8) as u8),
+                    _ => {
+                        let at = (r >> 8) as usize % chunk.len();
+                        chunk[at] ^= 1 << ((r >> 40) % 8);
+                    }
+                }
+                let alone: Result<Vec<Vec<u8>>> = each(&damaged).into_iter().collect();
+                match (run(&damaged), alone) {
+                    (Ok(whole), Ok(parts)) => assert_eq!(whole, parts.concat()),
+                    (Err(_), Err(_)) => failed += 1,
+                    (whole, alone) => panic!(
+                        "width {width}, chunk {k}: run {:?}, alone {:?}",
+                        whole.err(),
+                        alone.err()
+                    ),
+                }
+            }
+            assert!(
+                failed > 100,
+                "width {width}: only {failed} damaged runs failed"
+            );
         }
     }
 

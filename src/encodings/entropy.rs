@@ -1334,7 +1334,12 @@ impl<'a> Unbinner<'a> {
     /// reads zeros, and a symbol out of range has no low bits: both are errors of
     /// [`finish`](Self::finish), not here.
     pub(crate) fn next_block(&mut self, block: &mut [u64; BIN_BLOCK]) -> usize {
-        let part = &self.symbols[self.done..self.symbols.len().min(self.done + BIN_BLOCK)];
+        self.next_upto(block, BIN_BLOCK)
+    }
+
+    /// [`next_block`](Self::next_block) of at most `most` integers.
+    pub(crate) fn next_upto(&mut self, block: &mut [u64; BIN_BLOCK], most: usize) -> usize {
+        let part = &self.symbols[self.done..self.symbols.len().min(self.done + most)];
         let block = &mut block[..part.len()];
         let (low, wide) = (self.low, self.bits > 57);
         // Eight at a time in vector registers where the CPU can, the rest (near the end
@@ -1355,6 +1360,36 @@ impl<'a> Unbinner<'a> {
         });
         self.done += part.len();
         part.len()
+    }
+
+    /// Writes the next integers, zigzag residuals of 4-byte values, as their running sums
+    /// (order 1, or 2 with `order2`, on from `prev` and `delta`, updated) straight into
+    /// `out`, as far as `kernels::unbin::unbin_sums4` goes; returns how many it wrote
+    /// (none without that kernel). What is left is read as before, its checks in
+    /// [`finish`](Self::finish) the same.
+    pub(crate) fn sum_next4(
+        &mut self,
+        order2: bool,
+        prev: &mut u64,
+        delta: &mut u64,
+        out: &mut [u8],
+    ) -> usize {
+        if self.bits > 57 {
+            return 0;
+        }
+        let (done, pos) = kernels::unbin::unbin_sums4(
+            self.lead,
+            &self.symbols[self.done..],
+            self.low,
+            self.pos,
+            order2,
+            prev,
+            delta,
+            out,
+        );
+        self.done += done;
+        self.pos = pos;
+        done
     }
 
     /// Reads any blocks left and checks what the blocks read (every symbol one an
@@ -1667,6 +1702,39 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
     }
 }
 
+/// The bytes the coded stream of `n` bytes at the start of `input` takes, read from its
+/// header alone, so that a caller can find the streams that follow it and decode them all
+/// with [`decode_many`]. Only the lengths are read here: what [`decode`] checks (the
+/// table, the page table's index, the bits) is checked when the stream is decoded.
+pub(crate) fn coded_len(input: &[u8], n: usize) -> Result<usize> {
+    let corrupt =
+        |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
+    let (&mode, rest) = input
+        .split_first()
+        .ok_or_else(|| corrupt("no mode byte".to_owned()))?;
+    let head = match mode {
+        MODE_RAW if rest.len() >= n => return Ok(1 + n),
+        MODE_RAW => return Err(corrupt(format!("{} raw bytes", rest.len()))),
+        MODE_CONSTANT if rest.is_empty() => return Err(corrupt("no constant".to_owned())),
+        MODE_CONSTANT => return Ok(2),
+        MODE_TANS | MODE_TANS4 => match *rest {
+            [log, k1, ..] => table_len(usize::from(k1) + 1, u32::from(log)),
+            _ => return Err(corrupt("cut inside its table header".to_owned())),
+        },
+        MODE_SHARED | MODE_SHARED4 => 1,
+        other => return Err(corrupt(format!("unknown mode {other}"))),
+    };
+    let len = rest
+        .get(head..head + 2)
+        .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
+        .ok_or_else(|| corrupt("cut before its bit stream length".to_owned()))?;
+    let total = 1 + head + 2 + len;
+    if total > input.len() {
+        return Err(corrupt(format!("a bit stream of {len} bytes cut short")));
+    }
+    Ok(total)
+}
+
 /// Zero bytes after each bit stream that [`decode_many`] decodes side by side: one word.
 const PAD: usize = 8;
 
@@ -1733,6 +1801,31 @@ pub(crate) fn decode_many(
         rest = after;
         let corrupt =
             |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
+        // A vector costs the same whatever it holds: the streams past the last vector
+        // with enough of them decode one at a time, with the tables already built.
+        let per = kernels::tans::PER_VECTOR;
+        let left = take % per;
+        let (group, alone) = group.split_at(
+            take - if left < kernels::tans::MIN_PER_VECTOR {
+                left
+            } else {
+                0
+            },
+        );
+        for (i, at, table) in alone {
+            let (i, at) = (*i, *at);
+            let decoder = match table {
+                Ok(own) => own,
+                Err(t) => &tables.decoders[*t],
+            };
+            let out = outs[i].take().expect("each stream is in one group");
+            used[i] = at
+                + kernels::with_bmi2(|| decoder.decode_bits::<WIDE_LANES>(&inputs[i][at..], out))
+                    .map_err(corrupt)?;
+        }
+        if group.is_empty() {
+            continue;
+        }
         let mut ends = Vec::with_capacity(group.len());
         // Each bit stream copied with zeros after it: the kernel reads a whole word at a
         // stream's position, and a stream that ends at the end of its chunk would
@@ -2300,7 +2393,14 @@ mod tests {
         assert_eq!(used, one_at_a_time(&coded).unwrap().1);
         for (i, c) in coded.iter().enumerate() {
             assert_eq!(used[i], c.len() - i % 13, "{i}");
+            // The length from the header alone is what decoding takes.
+            assert_eq!(coded_len(c, streams[i].len()).unwrap(), used[i], "{i}");
         }
+        let raw = [&[MODE_RAW][..], &[7; 9]].concat();
+        assert_eq!(coded_len(&raw, 9).unwrap(), 10);
+        assert!(coded_len(&raw, 10).is_err());
+        assert!(coded_len(&[MODE_CONSTANT], 9).is_err());
+        assert!(coded_len(&[9, 0, 0, 0], 9).is_err());
         // Hostile: cuts and changed bytes in one stream of the group.
         for round in 0..600 {
             let mut bad = coded.clone();
@@ -2311,7 +2411,13 @@ mod tests {
             } else {
                 bad[i][at] ^= 1 << (round % 8);
             }
+            // Never past the bytes there, and where the stream decodes, what it takes.
+            let len = coded_len(&bad[i], streams[i].len());
+            assert!(len.as_ref().map_or(true, |&l| l <= bad[i].len()));
             let (a, b) = (one_at_a_time(&bad), side_by_side(&bad));
+            if let Ok((_, used)) = &a {
+                assert_eq!(len.unwrap(), used[i], "round {round}");
+            }
             match (a, b) {
                 (Ok(a), Ok(b)) => assert_eq!(a, b, "round {round}"),
                 (Err(_), Err(_)) => {}

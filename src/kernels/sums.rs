@@ -177,13 +177,56 @@ type Kernel = unsafe fn(*const u8, usize, &mut u64, &mut u64, *mut u8) -> usize;
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-fn prefix4(mut x: core::arch::x86_64::__m512i) -> core::arch::x86_64::__m512i {
+pub(super) fn prefix4(mut x: core::arch::x86_64::__m512i) -> core::arch::x86_64::__m512i {
     use core::arch::x86_64::{_mm512_add_epi32, _mm512_alignr_epi32, _mm512_setzero_si512};
     let zero = _mm512_setzero_si512();
     x = _mm512_add_epi32(x, _mm512_alignr_epi32::<15>(x, zero));
     x = _mm512_add_epi32(x, _mm512_alignr_epi32::<14>(x, zero));
     x = _mm512_add_epi32(x, _mm512_alignr_epi32::<12>(x, zero));
     _mm512_add_epi32(x, _mm512_alignr_epi32::<8>(x, zero))
+}
+
+/// Unzigzagged differences of 16 32-bit residuals.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn unzigzag4(r: core::arch::x86_64::__m512i) -> core::arch::x86_64::__m512i {
+    use core::arch::x86_64::{
+        _mm512_and_si512, _mm512_set1_epi32, _mm512_setzero_si512, _mm512_srli_epi32,
+        _mm512_sub_epi32, _mm512_xor_si512,
+    };
+    _mm512_xor_si512(
+        _mm512_srli_epi32::<1>(r),
+        _mm512_sub_epi32(
+            _mm512_setzero_si512(),
+            _mm512_and_si512(r, _mm512_set1_epi32(1)),
+        ),
+    )
+}
+
+/// The next 16 4-byte values from their differences `d`: summed once, or twice with
+/// `ORDER2`, on from the running value and difference in every lane of `carry` and
+/// `carry_delta`, which become those after the sixteenth.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn sums16<const ORDER2: bool>(
+    d: core::arch::x86_64::__m512i,
+    carry: &mut core::arch::x86_64::__m512i,
+    carry_delta: &mut core::arch::x86_64::__m512i,
+) -> core::arch::x86_64::__m512i {
+    use core::arch::x86_64::{_mm512_add_epi32, _mm512_permutexvar_epi32, _mm512_set1_epi32};
+    let last = _mm512_set1_epi32(15);
+    let d = if ORDER2 {
+        let deltas = _mm512_add_epi32(prefix4(d), *carry_delta);
+        *carry_delta = _mm512_permutexvar_epi32(last, deltas);
+        deltas
+    } else {
+        d
+    };
+    let values = _mm512_add_epi32(prefix4(d), *carry);
+    *carry = _mm512_permutexvar_epi32(last, values);
+    values
 }
 
 /// [`sums`] of 8-byte values into integers: writes the running sums of the leading
@@ -227,11 +270,10 @@ unsafe fn sums4_raw<const ORDER2: bool, const WORDS: bool>(
     out: *mut u8,
 ) -> usize {
     use core::arch::x86_64::{
-        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512,
-        _mm512_permutex2var_epi32, _mm512_permutexvar_epi32, _mm512_set1_epi32, _mm512_set1_epi64,
-        _mm512_set_epi32, _mm512_setzero_si512, _mm512_srli_epi32, _mm512_srli_epi64,
-        _mm512_storeu_si512, _mm512_sub_epi32, _mm512_sub_epi64, _mm512_xor_si512,
-        _mm_cvtsi128_si32,
+        __m512i, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512,
+        _mm512_permutex2var_epi32, _mm512_set1_epi32, _mm512_set1_epi64, _mm512_set_epi32,
+        _mm512_setzero_si512, _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64,
+        _mm512_xor_si512, _mm_cvtsi128_si32,
     };
 
     // The unzigzagged differences of 8 8-byte residuals, in 64-bit lanes (of which the
@@ -250,7 +292,6 @@ unsafe fn sums4_raw<const ORDER2: bool, const WORDS: bool>(
     if n == 0 {
         return 0;
     }
-    let last = _mm512_set1_epi32(15);
     // The low halves of two vectors' 64-bit lanes: one two-source permutation where
     // narrowing each would take two.
     let low_halves = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
@@ -269,22 +310,9 @@ unsafe fn sums4_raw<const ORDER2: bool, const WORDS: bool>(
             _mm512_permutex2var_epi32(differences(a), low_halves, differences(b))
         } else {
             // SAFETY: `4 * (i + 16) <= 4 * n` bytes (the caller's contract).
-            let r = unsafe { _mm512_loadu_si512(residuals.add(4 * i).cast::<__m512i>()) };
-            let one = _mm512_set1_epi32(1);
-            _mm512_xor_si512(
-                _mm512_srli_epi32::<1>(r),
-                _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_and_si512(r, one)),
-            )
+            unzigzag4(unsafe { _mm512_loadu_si512(residuals.add(4 * i).cast::<__m512i>()) })
         };
-        let d = if ORDER2 {
-            let deltas = _mm512_add_epi32(prefix4(d), carry_delta);
-            carry_delta = _mm512_permutexvar_epi32(last, deltas);
-            deltas
-        } else {
-            d
-        };
-        let values = _mm512_add_epi32(prefix4(d), carry);
-        carry = _mm512_permutexvar_epi32(last, values);
+        let values = sums16::<ORDER2>(d, &mut carry, &mut carry_delta);
         // SAFETY: `4 * (i + 16) <= 4 * n` bytes of `out`; in place, the load from the
         // same bytes has been made.
         unsafe { _mm512_storeu_si512(out.add(4 * i).cast::<__m512i>(), values) };

@@ -36,7 +36,12 @@ pub(crate) struct DecodeEntry {
 pub(crate) const STREAMS: usize = 16;
 
 /// Streams a vector holds, one per 64-bit lane.
-const PER_VECTOR: usize = 8;
+pub(crate) const PER_VECTOR: usize = 8;
+
+/// Fewest streams worth a vector of their own: a vector's step costs about as much with
+/// one stream as with eight, and the scalar decoder takes about a third of a vector's
+/// time for one stream.
+pub(crate) const MIN_PER_VECTOR: usize = 4;
 
 /// A stream of the four-lane format in the middle of its decoding.
 #[derive(Debug)]

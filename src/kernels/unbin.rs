@@ -252,48 +252,14 @@ unsafe fn unbin_avx512vbmi<const LEAD: u32>(
     out: &mut [u64],
 ) -> (usize, usize) {
     use core::arch::x86_64::{
-        __m128i, __m512i, _mm256_extract_epi64, _mm512_add_epi32, _mm512_add_epi64,
-        _mm512_alignr_epi32, _mm512_alignr_epi64, _mm512_and_si512, _mm512_andnot_si512,
-        _mm512_castsi512_si256, _mm512_cmpgt_epu32_mask, _mm512_cvtepu32_epi64,
-        _mm512_cvtepu8_epi32, _mm512_cvtepu8_epi64, _mm512_extracti32x4_epi32,
-        _mm512_extracti64x4_epi64, _mm512_loadu_si512, _mm512_max_epu32, _mm512_max_epu64,
-        _mm512_min_epu32, _mm512_min_epu64, _mm512_or_si512, _mm512_permutexvar_epi8,
-        _mm512_set1_epi32, _mm512_set1_epi64, _mm512_set4_epi32, _mm512_set_epi64,
-        _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_sll_epi32, _mm512_sll_epi64,
-        _mm512_sllv_epi32, _mm512_sllv_epi64, _mm512_srl_epi32, _mm512_srl_epi64,
-        _mm512_srli_epi32, _mm512_srli_epi64, _mm512_srlv_epi32, _mm512_srlv_epi64,
-        _mm512_storeu_si512, _mm512_sub_epi32, _mm512_sub_epi64, _mm_cvtsi32_si128,
-        _mm_extract_epi32, _mm_loadl_epi64, _mm_loadu_si128,
+        __m128i, __m512i, _mm512_castsi512_si256, _mm512_cmpgt_epu32_mask, _mm512_cvtepu32_epi64,
+        _mm512_cvtepu8_epi32, _mm512_cvtepu8_epi64, _mm512_extracti64x4_epi64, _mm512_loadu_si512,
+        _mm512_set1_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm_loadl_epi64,
+        _mm_loadu_si128,
     };
 
     let n = symbols.len().min(out.len());
-    let lead = _mm_cvtsi32_si128(LEAD as i32);
-    let one = _mm512_set1_epi64(1);
-    let top_mask = _mm512_set1_epi64((1 << LEAD) - 1);
-    let seven = _mm512_set1_epi64(7);
-    let ones = _mm512_set1_epi64(-1);
-    let zero = _mm512_setzero_si512();
-    // Byte 0 of each 64-bit lane to all eight of its bytes (within 128-bit lanes, as
-    // `vpshufb` works), then 0..8 added: the byte indices of each integer's window.
-    let spread = _mm512_set_epi64(
-        0x0808_0808_0808_0808,
-        0,
-        0x0808_0808_0808_0808,
-        0,
-        0x0808_0808_0808_0808,
-        0,
-        0x0808_0808_0808_0808,
-        0,
-    );
-    let steps = _mm512_set1_epi64(0x0706_0504_0302_0100);
-    // The same for sixteen integers in 32-bit lanes, four bytes each.
-    let one32 = _mm512_set1_epi32(1);
-    let top32 = _mm512_set1_epi32((1 << LEAD) - 1);
-    let seven32 = _mm512_set1_epi32(7);
-    let ones32 = _mm512_set1_epi32(-1);
     let narrow = _mm512_set1_epi32(NARROW_BITS as i32 + 1);
-    let spread32 = _mm512_set4_epi32(0x0c0c_0c0c, 0x0808_0808, 0x0404_0404, 0);
-    let steps32 = _mm512_set1_epi32(0x0302_0100);
     let mut i = 0;
     while i + 8 <= n && pos / 8 + 64 <= low.len() {
         if i + 16 <= n {
@@ -301,40 +267,13 @@ unsafe fn unbin_avx512vbmi<const LEAD: u32>(
             let s = _mm512_cvtepu8_epi32(unsafe {
                 _mm_loadu_si128(symbols.as_ptr().add(i).cast::<__m128i>())
             });
-            let t = _mm512_srl_epi32(s, lead);
-            // Low bits `t - 1` of at most NARROW_BITS for all sixteen: each one's four
-            // bytes from its first (byte 47 + 4 at most) lie in the 64-byte window, and
-            // its integer (under 2^29) in 32 bits.
+            let t = _mm512_srli_epi32::<LEAD>(s);
+            // Low bits `t - 1` of at most NARROW_BITS for all sixteen.
             if _mm512_cmpgt_epu32_mask(t, narrow) == 0 {
-                let bits = _mm512_sub_epi32(_mm512_max_epu32(t, one32), one32);
-                let high = _mm512_sllv_epi32(
-                    _mm512_or_si512(
-                        _mm512_sll_epi32(_mm512_min_epu32(t, one32), lead),
-                        _mm512_and_si512(s, top32),
-                    ),
-                    bits,
-                );
-                let mut sum = _mm512_add_epi32(bits, _mm512_alignr_epi32::<15>(bits, zero));
-                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<14>(sum, zero));
-                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<12>(sum, zero));
-                sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<8>(sum, zero));
-                let starts = _mm512_add_epi32(
-                    _mm512_sub_epi32(sum, bits),
-                    _mm512_set1_epi32((pos % 8) as i32),
-                );
-                let index = _mm512_add_epi32(
-                    _mm512_shuffle_epi8(_mm512_srli_epi32::<3>(starts), spread32),
-                    steps32,
-                );
                 // SAFETY: `pos / 8 + 64 <= low.len()`, checked by the loop.
                 let window =
                     unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
-                let words = _mm512_srlv_epi32(
-                    _mm512_permutexvar_epi8(index, window),
-                    _mm512_and_si512(starts, seven32),
-                );
-                let words = _mm512_andnot_si512(_mm512_sllv_epi32(ones32, bits), words);
-                let values = _mm512_or_si512(words, high);
+                let (values, total) = narrow16::<LEAD>(s, t, pos % 8, window);
                 // SAFETY: `i + 16 <= out.len()`, checked above.
                 unsafe {
                     let at = out.as_mut_ptr().add(i);
@@ -347,7 +286,7 @@ unsafe fn unbin_avx512vbmi<const LEAD: u32>(
                         _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(values)),
                     );
                 }
-                pos += _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(sum)) as u32 as usize;
+                pos += total;
                 i += 16;
                 continue;
             }
@@ -362,46 +301,289 @@ unsafe fn unbin_avx512vbmi<const LEAD: u32>(
             let s = _mm512_cvtepu8_epi64(unsafe {
                 _mm_loadl_epi64(symbols.as_ptr().add(i).cast::<__m128i>())
             });
-            let t = _mm512_srl_epi64(s, lead);
-            let bits = _mm512_sub_epi64(_mm512_max_epu64(t, one), one);
-            let high = _mm512_sllv_epi64(
-                _mm512_or_si512(
-                    _mm512_sll_epi64(_mm512_min_epu64(t, one), lead),
-                    _mm512_and_si512(s, top_mask),
-                ),
-                bits,
-            );
-            // Inclusive prefix sum of the bit counts across the eight lanes.
-            let mut sum = _mm512_add_epi64(bits, _mm512_alignr_epi64::<7>(bits, zero));
-            sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<6>(sum, zero));
-            sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<4>(sum, zero));
-            // Each integer's first bit, counted from byte `pos / 8`.
-            let starts = _mm512_add_epi64(
-                _mm512_sub_epi64(sum, bits),
-                _mm512_set1_epi64((pos % 8) as i64),
-            );
-            let index = _mm512_add_epi64(
-                _mm512_shuffle_epi8(_mm512_srli_epi64::<3>(starts), spread),
-                steps,
-            );
             // SAFETY: `pos / 8 + 64 <= low.len()`, checked just above.
             let window = unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
-            let words = _mm512_srlv_epi64(
-                _mm512_permutexvar_epi8(index, window),
-                _mm512_and_si512(starts, seven),
-            );
-            let words = _mm512_andnot_si512(_mm512_sllv_epi64(ones, bits), words);
+            let (values, total) = wide8::<LEAD>(s, pos % 8, window);
             // SAFETY: `i + 8 <= out.len()`, checked just above.
-            unsafe {
-                _mm512_storeu_si512(
-                    out.as_mut_ptr().add(i).cast::<__m512i>(),
-                    _mm512_or_si512(words, high),
-                );
-            }
-            pos += _mm256_extract_epi64::<3>(_mm512_extracti64x4_epi64::<1>(sum)) as usize;
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(i).cast::<__m512i>(), values) };
+            pos += total;
             i += 8;
         }
     }
+    (i, pos)
+}
+
+/// One group of eight integers in 64-bit lanes, of up to 57 bits: their symbols `s` (one
+/// a lane), the bit `bit` (under 8) of the 64-byte `window` where their low bits start
+/// (at most 8 * 61 bits, the last one's 8 bytes within the window); returns the integers
+/// and the low bits they took.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+#[allow(clippy::cast_possible_wrap)]
+fn wide8<const LEAD: u32>(
+    s: core::arch::x86_64::__m512i,
+    bit: usize,
+    window: core::arch::x86_64::__m512i,
+) -> (core::arch::x86_64::__m512i, usize) {
+    use core::arch::x86_64::{
+        _mm256_extract_epi64, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512,
+        _mm512_andnot_si512, _mm512_extracti64x4_epi64, _mm512_max_epu64, _mm512_min_epu64,
+        _mm512_or_si512, _mm512_permutexvar_epi8, _mm512_set1_epi64, _mm512_set_epi64,
+        _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi64, _mm512_sllv_epi64,
+        _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_sub_epi64,
+    };
+    let one = _mm512_set1_epi64(1);
+    let zero = _mm512_setzero_si512();
+    let t = _mm512_srli_epi64::<LEAD>(s);
+    let bits = _mm512_sub_epi64(_mm512_max_epu64(t, one), one);
+    let high = _mm512_sllv_epi64(
+        _mm512_or_si512(
+            _mm512_slli_epi64::<LEAD>(_mm512_min_epu64(t, one)),
+            _mm512_and_si512(s, _mm512_set1_epi64((1 << LEAD) - 1)),
+        ),
+        bits,
+    );
+    // Inclusive prefix sum of the bit counts across the eight lanes.
+    let mut sum = _mm512_add_epi64(bits, _mm512_alignr_epi64::<7>(bits, zero));
+    sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<6>(sum, zero));
+    sum = _mm512_add_epi64(sum, _mm512_alignr_epi64::<4>(sum, zero));
+    // Each integer's first bit, counted from the window's first byte.
+    let starts = _mm512_add_epi64(_mm512_sub_epi64(sum, bits), _mm512_set1_epi64(bit as i64));
+    // Byte 0 of each 64-bit lane to all eight of its bytes (within 128-bit lanes, as
+    // `vpshufb` works), then 0..8 added: the byte indices of each integer's window.
+    let spread = _mm512_set_epi64(
+        0x0808_0808_0808_0808,
+        0,
+        0x0808_0808_0808_0808,
+        0,
+        0x0808_0808_0808_0808,
+        0,
+        0x0808_0808_0808_0808,
+        0,
+    );
+    let index = _mm512_add_epi64(
+        _mm512_shuffle_epi8(_mm512_srli_epi64::<3>(starts), spread),
+        _mm512_set1_epi64(0x0706_0504_0302_0100),
+    );
+    let words = _mm512_srlv_epi64(
+        _mm512_permutexvar_epi8(index, window),
+        _mm512_and_si512(starts, _mm512_set1_epi64(7)),
+    );
+    let words = _mm512_andnot_si512(_mm512_sllv_epi64(_mm512_set1_epi64(-1), bits), words);
+    let total = _mm256_extract_epi64::<3>(_mm512_extracti64x4_epi64::<1>(sum)) as usize;
+    (_mm512_or_si512(words, high), total)
+}
+
+/// One group of sixteen integers in 32-bit lanes, all with at most [`NARROW_BITS`] low
+/// bits: their symbols `s` (one a lane) and `t = s >> LEAD`, the bit `bit` (under 8) of
+/// the 64-byte `window` where their low bits start; returns the integers and the low bits
+/// they took. Each integer's four bytes from its first (byte 47 + 4 at most) lie in the
+/// window, and the integer (under 2^29) in its lane.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+#[allow(clippy::cast_possible_wrap)]
+fn narrow16<const LEAD: u32>(
+    s: core::arch::x86_64::__m512i,
+    t: core::arch::x86_64::__m512i,
+    bit: usize,
+    window: core::arch::x86_64::__m512i,
+) -> (core::arch::x86_64::__m512i, usize) {
+    use core::arch::x86_64::{
+        _mm512_add_epi32, _mm512_alignr_epi32, _mm512_and_si512, _mm512_andnot_si512,
+        _mm512_extracti32x4_epi32, _mm512_max_epu32, _mm512_min_epu32, _mm512_or_si512,
+        _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_set4_epi32, _mm512_setzero_si512,
+        _mm512_shuffle_epi8, _mm512_slli_epi32, _mm512_sllv_epi32, _mm512_srli_epi32,
+        _mm512_srlv_epi32, _mm512_sub_epi32, _mm_extract_epi32,
+    };
+    let one = _mm512_set1_epi32(1);
+    let zero = _mm512_setzero_si512();
+    let bits = _mm512_sub_epi32(_mm512_max_epu32(t, one), one);
+    let high = _mm512_sllv_epi32(
+        _mm512_or_si512(
+            _mm512_slli_epi32::<LEAD>(_mm512_min_epu32(t, one)),
+            _mm512_and_si512(s, _mm512_set1_epi32((1 << LEAD) - 1)),
+        ),
+        bits,
+    );
+    let mut sum = _mm512_add_epi32(bits, _mm512_alignr_epi32::<15>(bits, zero));
+    sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<14>(sum, zero));
+    sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<12>(sum, zero));
+    sum = _mm512_add_epi32(sum, _mm512_alignr_epi32::<8>(sum, zero));
+    let starts = _mm512_add_epi32(_mm512_sub_epi32(sum, bits), _mm512_set1_epi32(bit as i32));
+    // Each lane's first byte to all four of its bytes (within 128-bit lanes, as
+    // `vpshufb` works), then 0..4 added: the byte indices of its window.
+    let index = _mm512_add_epi32(
+        _mm512_shuffle_epi8(
+            _mm512_srli_epi32::<3>(starts),
+            _mm512_set4_epi32(0x0c0c_0c0c, 0x0808_0808, 0x0404_0404, 0),
+        ),
+        _mm512_set1_epi32(0x0302_0100),
+    );
+    let words = _mm512_srlv_epi32(
+        _mm512_permutexvar_epi8(index, window),
+        _mm512_and_si512(starts, _mm512_set1_epi32(7)),
+    );
+    let words = _mm512_andnot_si512(_mm512_sllv_epi32(_mm512_set1_epi32(-1), bits), words);
+    let total = _mm_extract_epi32::<3>(_mm512_extracti32x4_epi32::<3>(sum)) as u32 as usize;
+    (_mm512_or_si512(words, high), total)
+}
+
+/// Rebuilds binned zigzag residuals of 4-byte values, as [`unbin`] does, and writes
+/// their running sums (order 1, or 2 with `order2`) straight into `out` (little-endian
+/// 4-byte values), on from `prev` and `delta`, which it updates: the two passes of a
+/// delta chunk's binned residuals in one, without the 64-bit integers between them.
+/// Returns how many it wrote and the bit position after them. It takes groups of sixteen,
+/// in 32-bit lanes where all have at most [`NARROW_BITS`] low bits, else as two groups of
+/// eight in 64-bit lanes cut to 32 bits (an integer of a 4-byte value's residual has no
+/// more; wider symbols give garbage values, which the caller rejects by their symbol),
+/// while the group's windows lie within `low`; the caller goes on with [`unbin`] near
+/// the end. Without AVX-512 VBMI, or with a `lead` other than 2 or 3, it writes none.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn unbin_sums4(
+    lead: u32,
+    symbols: &[u8],
+    low: &[u8],
+    pos: usize,
+    order2: bool,
+    prev: &mut u64,
+    delta: &mut u64,
+    out: &mut [u8],
+) -> (usize, usize) {
+    if !has_fused() {
+        return (0, pos);
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the CPU has the features (`has_fused`); the kernel bounds every read
+        // and write by the slices it is given.
+        unsafe {
+            match (lead, order2) {
+                (2, false) => {
+                    unbin_sums4_avx512vbmi::<2, false>(symbols, low, pos, prev, delta, out)
+                }
+                (2, true) => unbin_sums4_avx512vbmi::<2, true>(symbols, low, pos, prev, delta, out),
+                (3, false) => {
+                    unbin_sums4_avx512vbmi::<3, false>(symbols, low, pos, prev, delta, out)
+                }
+                (3, true) => unbin_sums4_avx512vbmi::<3, true>(symbols, low, pos, prev, delta, out),
+                _ => (0, pos),
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (lead, symbols, low, order2, prev, delta, out);
+        (0, pos)
+    }
+}
+
+/// Whether [`unbin_sums4`] has a kernel on this CPU (AVX-512F, BW and VBMI), checked for
+/// real once.
+pub(crate) fn has_fused() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HAS.get_or_init(|| {
+            std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vbmi")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`unbin_sums4`]'s kernel.
+///
+/// # Safety
+/// The CPU must have AVX-512F, AVX-512BW and AVX-512 VBMI.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap
+)]
+unsafe fn unbin_sums4_avx512vbmi<const LEAD: u32, const ORDER2: bool>(
+    symbols: &[u8],
+    low: &[u8],
+    mut pos: usize,
+    prev: &mut u64,
+    delta: &mut u64,
+    out: &mut [u8],
+) -> (usize, usize) {
+    use super::sums::{sums16, unzigzag4};
+    use core::arch::x86_64::{
+        __m128i, __m512i, _mm512_castsi512_si128, _mm512_cmpgt_epu32_mask, _mm512_cvtepu8_epi32,
+        _mm512_cvtepu8_epi64, _mm512_loadu_si512, _mm512_permutex2var_epi32, _mm512_set1_epi32,
+        _mm512_set_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm_cvtsi128_si32,
+        _mm_loadl_epi64, _mm_loadu_si128,
+    };
+    let n = symbols.len().min(out.len() / 4);
+    let narrow = _mm512_set1_epi32(NARROW_BITS as i32 + 1);
+    // The low halves of two vectors' 64-bit lanes, in order.
+    let low_halves = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
+    let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
+    let mut i = 0;
+    while i + 16 <= n && pos / 8 + 64 <= low.len() {
+        // SAFETY: `i + 16 <= symbols.len()`, checked by the loop.
+        let s = _mm512_cvtepu8_epi32(unsafe {
+            _mm_loadu_si128(symbols.as_ptr().add(i).cast::<__m128i>())
+        });
+        let t = _mm512_srli_epi32::<LEAD>(s);
+        let (residuals, total) = if _mm512_cmpgt_epu32_mask(t, narrow) == 0 {
+            // SAFETY: `pos / 8 + 64 <= low.len()`, checked by the loop.
+            let window = unsafe { _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()) };
+            narrow16::<LEAD>(s, t, pos % 8, window)
+        } else {
+            // Two groups of eight in 64-bit lanes, each integer cut to its low 32 bits
+            // (a valid one has no more). The second window starts under 8 * 57 bits
+            // after the first: both within `pos / 8 + 122` bytes.
+            if pos / 8 + 122 > low.len() {
+                break;
+            }
+            // SAFETY: `i + 16 <= symbols.len()`, checked by the loop; the windows lie
+            // within `low`, checked just above.
+            let (first, used) = unsafe {
+                let s = _mm512_cvtepu8_epi64(_mm_loadl_epi64(
+                    symbols.as_ptr().add(i).cast::<__m128i>(),
+                ));
+                wide8::<LEAD>(
+                    s,
+                    pos % 8,
+                    _mm512_loadu_si512(low.as_ptr().add(pos / 8).cast::<__m512i>()),
+                )
+            };
+            let at = pos + used;
+            // SAFETY: as above.
+            let (second, more) = unsafe {
+                let s = _mm512_cvtepu8_epi64(_mm_loadl_epi64(
+                    symbols.as_ptr().add(i + 8).cast::<__m128i>(),
+                ));
+                wide8::<LEAD>(
+                    s,
+                    at % 8,
+                    _mm512_loadu_si512(low.as_ptr().add(at / 8).cast::<__m512i>()),
+                )
+            };
+            (
+                _mm512_permutex2var_epi32(first, low_halves, second),
+                used + more,
+            )
+        };
+        let values = sums16::<ORDER2>(unzigzag4(residuals), &mut carry, &mut carry_delta);
+        // SAFETY: `4 * (i + 16) <= out.len()`, checked by the loop.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast::<__m512i>(), values) };
+        pos += total;
+        i += 16;
+    }
+    *prev = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry)) as u32);
+    *delta = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry_delta)) as u32);
     (i, pos)
 }
 
@@ -500,5 +682,92 @@ mod tests {
             let (done, _) = unbin_with(kernel, lead, &symbols, &low, 0, &mut out);
             assert!(done <= 64);
         }
+    }
+
+    /// The fused kernel's values are the running sums of the integers the bit-by-bit
+    /// reference rebuilds, wrapping at 32 bits, for both orders and leads, every start
+    /// bit and length, groups with wide integers among them; it stops only at a group
+    /// whose windows would pass the end of the low bits.
+    #[test]
+    fn fused_sums_match_a_reference() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        eprintln!("fused kernel tested: {}", has_fused());
+        let mut fused = 0;
+        for (lead, order2) in [(2, false), (2, true), (3, false), (3, true)] {
+            let narrow = (0..=255u8).filter(|&s| u32::from(s >> lead) <= 26).count();
+            let wide = (0..=255u8)
+                .filter(|&s| u32::from(s >> lead) + lead <= 32)
+                .count();
+            for (len, start, kind) in (0..=70)
+                .flat_map(|len| [0, 3, 7].map(|start| (len, start)))
+                .flat_map(|(len, start)| [0, 1].map(|kind| (len, start, kind)))
+            {
+                let symbols: Vec<u8> = (0..len)
+                    .map(|_| {
+                        let w = kind == 1 && next() % 40 == 0;
+                        (next() % if w { wide } else { narrow } as u64) as u8
+                    })
+                    .collect();
+                let low: Vec<u8> = (0..len * 4 + 70).map(|_| next() as u8).collect();
+                for low in [&low[..], &low[..len * 2]] {
+                    let (mut prev, mut delta) = (next(), next());
+                    let (prev0, delta0) = (prev, delta);
+                    let mut out = vec![0xAAu8; len * 4 + 3];
+                    let (done, end) = unbin_sums4(
+                        lead, &symbols, low, start, order2, &mut prev, &mut delta, &mut out,
+                    );
+                    assert_eq!(done % 16, 0);
+                    fused += done;
+                    if !has_fused() {
+                        assert_eq!((done, end), (0, start));
+                        continue;
+                    }
+                    // Reference: integers bit by bit, then sums wrapping at 32 bits.
+                    let (mut p, mut d, mut pos) = (prev0 as u32, delta0 as u32, start);
+                    for (k, &s) in symbols[..done].iter().enumerate() {
+                        let (high, bits) = bin(lead, s);
+                        let r = (high | bits_at(low, pos, bits)) as u32;
+                        pos += bits as usize;
+                        let diff = (r >> 1) ^ (r & 1).wrapping_neg();
+                        if order2 {
+                            d = d.wrapping_add(diff);
+                            p = p.wrapping_add(d);
+                        } else {
+                            p = p.wrapping_add(diff);
+                        }
+                        let got = u32::from_le_bytes(out[4 * k..4 * k + 4].try_into().unwrap());
+                        assert_eq!(got, p, "lead {lead} order2 {order2} len {len} value {k}");
+                    }
+                    assert_eq!(end, pos);
+                    assert!(out[4 * done..].iter().all(|&b| b == 0xAA), "wrote past");
+                    if done > 0 {
+                        assert_eq!(prev as u32, p);
+                        if order2 {
+                            assert_eq!(delta as u32, d);
+                        }
+                    }
+                    // Stopped only where it had to: fewer than sixteen left, or the
+                    // next group's windows (two for a group with a wide integer) past the
+                    // end of the low bits.
+                    if done + 16 <= len {
+                        let wide = symbols[done..done + 16]
+                            .iter()
+                            .any(|&s| u32::from(s >> lead) > 26);
+                        let reach = pos / 8 + if wide { 122 } else { 64 };
+                        assert!(reach > low.len(), "lead {lead} len {len} stopped at {done}");
+                    }
+                }
+            }
+        }
+        assert!(
+            fused > 10_000 || !has_fused(),
+            "{fused} values through the kernel"
+        );
     }
 }
