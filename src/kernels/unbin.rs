@@ -542,9 +542,10 @@ unsafe fn unbin_sums4_avx512vbmi<const LEAD: u32, const ORDER2: bool>(
             narrow16::<LEAD>(s, t, pos % 8, window)
         } else {
             // Two groups of eight in 64-bit lanes, each integer cut to its low 32 bits
-            // (a valid one has no more). The second window starts under 8 * 57 bits
-            // after the first: both within `pos / 8 + 122` bytes.
-            if pos / 8 + 122 > low.len() {
+            // (a valid one has no more). Any symbol has at most 62 low bits, so the
+            // second window starts at most 62 bytes after the first, even for a hostile
+            // symbol: both within `pos / 8 + 126` bytes.
+            if pos / 8 + 126 > low.len() {
                 break;
             }
             // SAFETY: `i + 16 <= symbols.len()`, checked by the loop; the windows lie
@@ -759,7 +760,7 @@ mod tests {
                         let wide = symbols[done..done + 16]
                             .iter()
                             .any(|&s| u32::from(s >> lead) > 26);
-                        let reach = pos / 8 + if wide { 122 } else { 64 };
+                        let reach = pos / 8 + if wide { 126 } else { 64 };
                         assert!(reach > low.len(), "lead {lead} len {len} stopped at {done}");
                     }
                 }
@@ -769,5 +770,18 @@ mod tests {
             fused > 10_000 || !has_fused(),
             "{fused} values through the kernel"
         );
+        // Hostile symbols (62 low bits each) stop it before either window passes the
+        // end of the low bits, whatever their length.
+        for len in 60..140 {
+            let low = vec![0xA5u8; len];
+            let (mut prev, mut delta) = (0, 0);
+            let mut out = vec![0u8; 4 * 64];
+            let (done, end) = unbin_sums4(
+                2, &[255; 64], &low, 3, true, &mut prev, &mut delta, &mut out,
+            );
+            // Each group it took started with both its windows within the bits.
+            assert!(done == 0 || (3 + 992 * (done / 16 - 1)) / 8 + 126 <= len);
+            assert!(end >= 3);
+        }
     }
 }
