@@ -10,12 +10,13 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{GetOptions, GetResult, GetResultPayload, ObjectStore, ObjectStoreExt};
 
 use super::{FileReader, HEADER_LEN, TRAILER_LEN};
 use crate::error::{Error, Result};
@@ -28,16 +29,101 @@ const TAIL_BYTES: u64 = 64 * 1024;
 /// small gap costs less than a second round trip).
 const COALESCE_GAP: u64 = 64 * 1024;
 
+/// Ranges requested at once (object stores serve each in its own round trip).
+const PARALLEL_REQUESTS: usize = 8;
+
+/// Buffers a [`BufferPool`] keeps at most, and bytes of them.
+const POOL_BUFFERS: usize = 32;
+const POOL_BYTES: usize = 64 << 20;
+
+/// Buffers of fetched ranges that no read holds any more, for later fetches to fill
+/// again; shared by a reader and its clones, whose windows of a scan take turns.
+///
+/// A scan fetches a few MiB at a time. A new buffer each time comes fresh from the
+/// system (glibc maps and unmaps blocks that large), and faulting its pages in and zeroing
+/// them cost about as much as decoding the values in it; a reused one costs neither.
+#[derive(Debug, Default)]
+struct BufferPool {
+    free: Mutex<Vec<BytesMut>>,
+}
+
+impl BufferPool {
+    /// `len` bytes to overwrite: the smallest free buffer that holds them (zeroed only
+    /// past the length of its last use), else a new zeroed one.
+    fn take(&self, len: usize) -> BytesMut {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        let fit = (0..free.len())
+            .filter(|&i| free[i].capacity() >= len)
+            .min_by_key(|&i| free[i].capacity());
+        match fit {
+            Some(i) => {
+                let mut buf = free.swap_remove(i);
+                drop(free);
+                buf.resize(len, 0);
+                buf
+            }
+            None => BytesMut::zeroed(len),
+        }
+    }
+
+    /// Keeps the buffer of `bytes` when nothing else holds it and the pool has room
+    /// (the smallest buffers leave first: a window's large ranges are worth keeping).
+    fn put(&self, bytes: Bytes) {
+        let Ok(buf) = bytes.try_into_mut() else {
+            return;
+        };
+        if buf.capacity() > POOL_BYTES {
+            return;
+        }
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        free.push(buf);
+        let mut total: usize = free.iter().map(BytesMut::capacity).sum();
+        while free.len() > POOL_BUFFERS || total > POOL_BYTES {
+            let smallest = (0..free.len())
+                .min_by_key(|&i| free[i].capacity())
+                .expect("over a bound, so not empty");
+            total -= free.swap_remove(smallest).capacity();
+        }
+    }
+}
+
 /// The bytes of an object fetched so far, by offset, as a `Read + Seek` source; reading
 /// bytes that were not fetched is an error (a plan that missed them), never a request.
+///
+/// What it holds goes back to its [`BufferPool`] when it is released or dropped.
 #[derive(Debug, Clone, Default)]
 pub struct Fetched {
     len: u64,
     ranges: BTreeMap<u64, Bytes>,
     position: u64,
+    pool: Arc<BufferPool>,
+}
+
+impl Drop for Fetched {
+    fn drop(&mut self) {
+        self.release();
+    }
 }
 
 impl Fetched {
+    /// Nothing fetched yet of an object of `len` bytes.
+    fn new(len: u64) -> Self {
+        Self {
+            len,
+            ranges: BTreeMap::new(),
+            position: 0,
+            pool: Arc::default(),
+        }
+    }
+
+    /// Forgets what was fetched, its buffers kept for later fetches when nothing else
+    /// holds them (a clone of this reader may, for a while).
+    fn release(&mut self) {
+        for (_, bytes) in std::mem::take(&mut self.ranges) {
+            self.pool.put(bytes);
+        }
+    }
+
     fn insert(&mut self, start: u64, bytes: Bytes) {
         if !bytes.is_empty() {
             self.ranges.insert(start, bytes);
@@ -171,10 +257,7 @@ impl ObjectStoreReader {
             .map_err(|e| store_error(&path, &e))?;
         let len = meta.size;
         let mut count = FetchCount::default();
-        let mut fetched = Fetched {
-            len,
-            ..Fetched::default()
-        };
+        let mut fetched = Fetched::new(len);
         let tail = len.saturating_sub(TAIL_BYTES)..len;
         let head = 0..HEADER_LEN.min(tail.start);
         fetch(
@@ -213,7 +296,7 @@ impl ObjectStoreReader {
         }
         let mut reader = FileReader::open(fetched)?;
         // The footer is parsed: no read needs these bytes again.
-        reader.source_mut().ranges.clear();
+        reader.source_mut().release();
         Ok(Self {
             store,
             path,
@@ -270,7 +353,7 @@ impl ObjectStoreReader {
     /// decode) then does not ask for those buffers again.
     pub async fn prefetch(&mut self, columns: &[usize], rows: Range<u64>) -> Result<()> {
         let ranges = self.ranges_for(columns, rows.clone())?;
-        self.reader.source_mut().ranges.clear();
+        self.reader.source_mut().release();
         fetch(
             &*self.store,
             &self.path,
@@ -300,7 +383,7 @@ impl ObjectStoreReader {
         let fetched = self.reader.source_mut();
         let prefetched = ranges.iter().all(|r| fetched.holds(r));
         if !prefetched {
-            fetched.ranges.clear();
+            fetched.release();
             fetch(
                 &*self.store,
                 &self.path,
@@ -317,7 +400,7 @@ impl ObjectStoreReader {
         // What a read fetched was for it alone: page buffers live on in the decoders
         // built from them, and a later read fetches its own chunks.
         if !prefetched {
-            self.reader.source_mut().ranges.clear();
+            self.reader.source_mut().release();
         }
         result
     }
@@ -354,32 +437,114 @@ async fn fetch(
     count: &mut FetchCount,
 ) -> Result<()> {
     let ranges: Vec<Range<u64>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
-    if ranges.is_empty() {
-        return Ok(());
-    }
-    let parts = store
-        .get_ranges(path, &ranges)
-        .await
-        .map_err(|e| store_error(path, &e))?;
-    if parts.len() != ranges.len() {
-        return Err(Error::truncated(format!(
-            "{path}: asked for {} ranges, the store returned {}",
-            ranges.len(),
-            parts.len()
-        )));
-    }
+    let pool = &*fetched.pool;
+    let parts: Vec<Bytes> = futures::stream::iter(ranges.iter().cloned())
+        .map(|range| fetch_range(store, path, range, pool))
+        .buffered(PARALLEL_REQUESTS)
+        .try_collect()
+        .await?;
     for (range, bytes) in ranges.iter().zip(parts) {
-        if bytes.len() as u64 != range.end - range.start {
-            return Err(Error::truncated(format!(
-                "{path}: bytes {range:?} came back as {} bytes",
-                bytes.len()
-            )));
-        }
         count.requests += 1;
         count.bytes += bytes.len() as u64;
         fetched.insert(range.start, bytes);
     }
     Ok(())
+}
+
+/// Bytes `range` of the object, in a buffer from `pool` (or, from a store that returns
+/// them in one piece of its own, such as an in-memory one, that piece); exactly as many
+/// as asked for, or an error.
+async fn fetch_range(
+    store: &dyn ObjectStore,
+    path: &Path,
+    range: Range<u64>,
+    pool: &BufferPool,
+) -> Result<Bytes> {
+    let options = GetOptions {
+        range: Some(range.clone().into()),
+        ..GetOptions::default()
+    };
+    let got = store
+        .get_opts(path, options)
+        .await
+        .map_err(|e| store_error(path, &e))?;
+    read_payload(got, path, range, pool).await
+}
+
+/// The bytes of `got`, the answer to a request for bytes `range` of `path`.
+async fn read_payload(
+    got: GetResult,
+    path: &Path,
+    range: Range<u64>,
+    pool: &BufferPool,
+) -> Result<Bytes> {
+    let len = usize::try_from(range.end - range.start)
+        .map_err(|_| Error::invalid(format!("{path}: bytes {range:?} do not fit in memory")))?;
+    let short =
+        |got: usize| Error::truncated(format!("{path}: bytes {range:?} came back as {got} bytes"));
+    if got.range != range {
+        let returned = got.range.end.saturating_sub(got.range.start);
+        return Err(short(usize::try_from(returned).unwrap_or(usize::MAX)));
+    }
+    match got.payload {
+        #[cfg(not(target_arch = "wasm32"))]
+        GetResultPayload::File(mut file, _) => {
+            let mut buf = pool.take(len);
+            let start = range.start;
+            let read = move || -> std::io::Result<BytesMut> {
+                file.seek(SeekFrom::Start(start))?;
+                file.read_exact(&mut buf)?;
+                Ok(buf)
+            };
+            let read = match tokio::runtime::Handle::try_current() {
+                // A blocking read, off the threads that run tasks.
+                Ok(runtime) => runtime
+                    .spawn_blocking(read)
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e))),
+                Err(_) => read(),
+            };
+            match read {
+                Ok(buf) => Ok(buf.freeze()),
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(Error::truncated(
+                    format!("{path}: the object ended within bytes {range:?}"),
+                )),
+                Err(source) => Err(Error::Io {
+                    context: format!("reading bytes {range:?} of {path}"),
+                    source,
+                }),
+            }
+        }
+        GetResultPayload::Stream(mut stream) => {
+            let mut next = async || stream.try_next().await.map_err(|e| store_error(path, &e));
+            let mut first = Bytes::new();
+            while first.is_empty() {
+                match next().await? {
+                    Some(piece) => first = piece,
+                    None => return Err(short(0)),
+                }
+            }
+            let mut buf = if first.len() >= len {
+                None
+            } else {
+                let mut buf = pool.take(len);
+                buf.clear();
+                buf.extend_from_slice(&first);
+                Some(buf)
+            };
+            let mut got = first.len();
+            while let Some(piece) = next().await? {
+                got = got.saturating_add(piece.len());
+                if let Some(buf) = buf.as_mut().filter(|_| got <= len) {
+                    buf.extend_from_slice(&piece);
+                }
+            }
+            if got != len {
+                return Err(short(got));
+            }
+            Ok(buf.map_or(first, BytesMut::freeze))
+        }
+    }
 }
 
 fn store_error(path: &Path, e: &object_store::Error) -> Error {
@@ -395,6 +560,149 @@ fn store_error(path: &Path, e: &object_store::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
+    use object_store::memory::InMemory;
+    use object_store::ObjectMeta;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+    }
+
+    #[test]
+    fn released_buffers_are_filled_again_only_when_nothing_holds_them() {
+        let pool = BufferPool::default();
+        let mut buf = pool.take(1000);
+        assert_eq!((buf.len(), buf.as_ref()), (1000, &[0u8; 1000][..]));
+        buf.fill(7);
+        let first = buf.freeze();
+        let at = first.as_ptr();
+        // Still held by a clone: not kept.
+        pool.put(first.clone());
+        assert!(pool.free.lock().unwrap().is_empty());
+        pool.put(first);
+        // Too small for 2000 bytes: a new zeroed buffer.
+        let other = pool.take(2000);
+        assert_ne!(other.as_ptr(), at);
+        assert_eq!(other.as_ref(), &[0u8; 2000][..]);
+        // The kept one, cut to 600 bytes, then grown to 900 (zeroed past its last use
+        // only when it grows beyond it).
+        let mut again = pool.take(600);
+        assert_eq!((again.as_ptr(), again.len()), (at, 600));
+        again.resize(900, 0);
+        assert_eq!(again.as_ptr(), at);
+    }
+
+    #[test]
+    fn the_pool_keeps_its_largest_buffers_within_its_bounds() {
+        let pool = BufferPool::default();
+        for len in 1..=POOL_BUFFERS + 8 {
+            pool.put(BytesMut::zeroed(len * 1000).freeze());
+        }
+        pool.put(BytesMut::zeroed(POOL_BYTES + 1).freeze());
+        let free = pool.free.lock().unwrap();
+        assert_eq!(free.len(), POOL_BUFFERS);
+        assert!(free
+            .iter()
+            .all(|b| b.capacity() > 8 * 1000 && b.capacity() <= POOL_BYTES));
+    }
+
+    #[test]
+    fn fetched_ranges_are_the_stored_bytes_in_reused_buffers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        let memory = InMemory::new();
+        let path = Path::from("x.bin");
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(dir.path().join("x.bin"), &bytes).unwrap();
+        runtime().block_on(async {
+            memory.put(&path, bytes.clone().into()).await.unwrap();
+            for store in [&store as &dyn ObjectStore, &memory] {
+                let mut fetched = Fetched::new(bytes.len() as u64);
+                let mut count = FetchCount::default();
+                // Large ranges, then smaller ones in the buffers they leave.
+                for ranges in [[0..200_000, 250_000..300_000], [5..17, 100_001..180_000]] {
+                    fetched.release();
+                    fetch(store, &path, &ranges, &mut fetched, &mut count)
+                        .await
+                        .unwrap();
+                    for r in ranges {
+                        let got = fetched.held(r.start, (r.end - r.start) as usize).unwrap();
+                        assert!(got == &bytes[r.start as usize..r.end as usize], "{r:?}");
+                    }
+                }
+                assert_eq!(count.requests, 4);
+                assert_eq!(count.bytes, 200_000 + 50_000 + 12 + 79_999);
+                // Past the end of the object: an error, nothing kept.
+                fetched.release();
+                let past_the_end = 299_990..300_010;
+                let e = fetch(
+                    store,
+                    &path,
+                    std::slice::from_ref(&past_the_end),
+                    &mut fetched,
+                    &mut count,
+                )
+                .await
+                .unwrap_err();
+                assert!(
+                    matches!(e.kind(), ErrorKind::Truncated | ErrorKind::Io),
+                    "{e}"
+                );
+                assert!(fetched.ranges.is_empty());
+            }
+        });
+    }
+
+    /// The answer of a store that sends `pieces` for bytes `range`.
+    fn answer(meta: &ObjectMeta, range: Range<u64>, pieces: &[&[u8]]) -> GetResult {
+        let pieces: Vec<object_store::Result<Bytes>> = pieces
+            .iter()
+            .map(|p| Ok(Bytes::copy_from_slice(p)))
+            .collect();
+        GetResult {
+            payload: GetResultPayload::Stream(futures::stream::iter(pieces).boxed()),
+            meta: meta.clone(),
+            range,
+            attributes: object_store::Attributes::default(),
+        }
+    }
+
+    #[test]
+    fn streamed_pieces_must_make_exactly_the_range() {
+        let pool = BufferPool::default();
+        let path = Path::from("x");
+        runtime().block_on(async {
+            let store = InMemory::new();
+            store.put(&path, vec![0; 100].into()).await.unwrap();
+            let meta = store.head(&path).await.unwrap();
+            let data: Vec<u8> = (0..10).collect();
+            for cut in [
+                &[&data[..]][..],
+                &[&[], &data[..3], &[], &data[3..]],
+                &[&data[..9], &data[9..]],
+            ] {
+                let got = read_payload(answer(&meta, 10..20, cut), &path, 10..20, &pool)
+                    .await
+                    .unwrap();
+                assert_eq!(got.as_ref(), &data[..]);
+            }
+            let bad: [(&[&[u8]], Range<u64>); 5] = [
+                (&[&data[..9]], 10..20),
+                (&[&data[..], &[1]], 10..20),
+                (&[&[0; 11]], 10..20),
+                (&[], 10..20),
+                (&[&data[..]], 10..19),
+            ];
+            for (pieces, returned) in bad {
+                let e = read_payload(answer(&meta, returned, pieces), &path, 10..20, &pool)
+                    .await
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::Truncated, "{e}");
+            }
+        });
+    }
 
     #[test]
     fn coalescing_merges_near_and_overlapping_ranges() {
@@ -411,10 +719,7 @@ mod tests {
 
     #[test]
     fn unfetched_bytes_are_an_error_not_a_read() {
-        let mut fetched = Fetched {
-            len: 100,
-            ..Fetched::default()
-        };
+        let mut fetched = Fetched::new(100);
         fetched.insert(10, Bytes::from_static(&[1, 2, 3]));
         let mut buf = [0u8; 3];
         fetched.seek(SeekFrom::Start(10)).unwrap();
@@ -428,10 +733,7 @@ mod tests {
 
     #[test]
     fn lent_bytes_are_the_fetched_ones_and_only_within_one_range() {
-        let mut fetched = Fetched {
-            len: 100,
-            ..Fetched::default()
-        };
+        let mut fetched = Fetched::new(100);
         fetched.insert(10, Bytes::from_static(&[1, 2, 3]));
         fetched.insert(13, Bytes::from_static(&[4, 5]));
         let mut unused = Vec::new();
