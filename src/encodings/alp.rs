@@ -1169,6 +1169,10 @@ enum Stored<'a> {
         /// The bin symbols and the bytes of `coded` they took, where they were decoded
         /// already (with other chunks' streams, by `entropy::decode_many`).
         symbols: Option<(&'a [u8], usize)>,
+        /// The correction streams, where they were decoded already: where in `coded`
+        /// they start, the bytes they took and their bytes. Used only when the low bits
+        /// end where they start.
+        corrections: Option<(usize, usize, &'a [u8])>,
     },
 }
 
@@ -1346,6 +1350,7 @@ impl<'a> Chunk<'a> {
                     tables,
                     scratch,
                     symbols: None,
+                    corrections: None,
                 }
             } else {
                 let decoded = super::overwritten(scratch, int_bytes + correction_bytes);
@@ -1470,6 +1475,7 @@ impl<'a> Chunk<'a> {
                 tables,
                 scratch,
                 symbols: decoded,
+                corrections: predecoded,
             } => {
                 let correction_bytes =
                     correction_bits.map_or(0, |bits| n * usize::from(bits).div_ceil(8));
@@ -1489,9 +1495,18 @@ impl<'a> Chunk<'a> {
                     ints.emit::<W, BINARY>(&block[..len], out);
                 }
                 let mut used = bins.finish()?;
-                for stream in streams.chunks_exact_mut(n.max(1)) {
-                    used += entropy::decode(&coded[used..], stream, tables)?;
-                }
+                let streams: &[u8] = match predecoded {
+                    Some((start, taken, decoded)) if start == used => {
+                        used += taken;
+                        decoded
+                    }
+                    _ => {
+                        for stream in streams.chunks_exact_mut(n.max(1)) {
+                            used += entropy::decode(&coded[used..], stream, tables)?;
+                        }
+                        streams
+                    }
+                };
                 if used != coded.len() {
                     return Err(Error::corrupt(format!(
                         "alp chunk of {n} values: {} bytes after its streams for {} exceptions",
@@ -1499,7 +1514,7 @@ impl<'a> Chunk<'a> {
                         self.positions.len() / 2
                     )));
                 }
-                correction_bits.map(|bits| (&*streams, bits))
+                correction_bits.map(|bits| (streams, bits))
             }
         };
         if let Some((bytes, bits)) = corrections {
@@ -1723,7 +1738,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
             return super::decompress_each(self, chunks, num_values, out, scratch);
         }
         let len = super::check_chunks_output(chunks.len(), num_values, self.float.width, out)?;
-        let mut symbols = Vec::new();
+        let (mut symbols, mut corrections) = (Vec::new(), Vec::new());
         for (first, group, out) in super::stream_groups(chunks, len, out) {
             let named = |k: usize| move |e| super::in_run_chunk(e, first + k);
             // Chunks of binned integers wait for their bin symbols to be decoded together
@@ -1735,7 +1750,13 @@ impl MiniBlockDecompressor for AlpDecompressor {
                 {
                     None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
                     Some(Chunk {
-                        stored: Stored::Binned { coded, .. },
+                        bits,
+                        stored:
+                            Stored::Binned {
+                                coded,
+                                correction_bits,
+                                ..
+                            },
                         ..
                     }) => {
                         // `coded` is the end of `chunk` (the exceptions come after
@@ -1745,7 +1766,8 @@ impl MiniBlockDecompressor for AlpDecompressor {
                             .checked_sub(chunk.as_ptr() as usize)
                             .filter(|&at| at + coded.len() <= chunk.len())
                             .ok_or_else(|| named(k)(Error::corrupt("coded streams outside")))?;
-                        binned.push((k, chunk, at..at + coded.len(), out));
+                        let streams = correction_bits.map_or(0, |b| usize::from(b).div_ceil(8));
+                        binned.push((k, *chunk, at..at + coded.len(), out, bits, streams));
                     }
                     Some(parsed) => parsed
                         .decode(num_values, self.float, out)
@@ -1756,15 +1778,29 @@ impl MiniBlockDecompressor for AlpDecompressor {
             let mut outs: Vec<&mut [u8]> = symbols.chunks_exact_mut(num_values.max(1)).collect();
             let inputs: Vec<&[u8]> = binned.iter().map(|b| &b.1[b.2.clone()]).collect();
             let used = entropy::decode_many(&inputs, &mut outs, &self.tables)?;
-            for ((k, chunk, _, out), (decoded, used)) in
-                binned.into_iter().zip(outs.iter().zip(used))
+            let decoded: Vec<(&[u8], usize)> = outs.into_iter().map(|o| &*o).zip(used).collect();
+            let ahead = corrections_ahead(
+                &binned,
+                &decoded,
+                num_values,
+                &self.tables,
+                &mut corrections,
+            );
+            for (((k, chunk, _, out, _, _), (symbols, used)), ahead) in
+                binned.into_iter().zip(decoded).zip(ahead)
             {
                 // Parsing is deterministic: the chunk is binned again.
                 let mut parsed = Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
                     .map_err(named(k))?
                     .ok_or_else(|| named(k)(Error::corrupt("parsed twice, differently")))?;
-                if let Stored::Binned { symbols, .. } = &mut parsed.stored {
-                    *symbols = Some((decoded, used));
+                if let Stored::Binned {
+                    symbols: s,
+                    corrections: c,
+                    ..
+                } = &mut parsed.stored
+                {
+                    *s = Some((symbols, used));
+                    *c = ahead;
                 }
                 parsed
                     .decode(num_values, self.float, out)
@@ -1773,6 +1809,82 @@ impl MiniBlockDecompressor for AlpDecompressor {
         }
         Ok(())
     }
+}
+
+/// A binned chunk of a run: its index in its group, its bytes, where its coded streams
+/// lie in them, its output, its integers' bits and its number of correction streams.
+type BinnedChunk<'c, 'o> = (
+    usize,
+    &'c [u8],
+    std::ops::Range<usize>,
+    &'o mut [u8],
+    u8,
+    usize,
+);
+
+/// The correction streams of the binned chunks `binned`, whose bin symbols are decoded
+/// (`decoded`: each chunk's symbols and the bytes they took), decoded side by side into
+/// `buffer`: per chunk, where they start in its coded streams, the bytes they took and
+/// their bytes. They follow the low bits, whose length the symbols give. A chunk whose
+/// streams cannot be cut apart or decoded here gets none (and every chunk does, when
+/// one stream fails): it decodes them one at a time, where its damage is reported as
+/// for a chunk read alone.
+fn corrections_ahead<'b>(
+    binned: &[BinnedChunk],
+    decoded: &[(&[u8], usize)],
+    n: usize,
+    tables: &PageTables,
+    buffer: &'b mut Vec<u8>,
+) -> Vec<Option<(usize, usize, &'b [u8])>> {
+    let mut inputs: Vec<&[u8]> = Vec::new();
+    // Per chunk: where its streams start and end in its coded bytes, when they were cut.
+    let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(binned.len());
+    for ((_, chunk, coded, _, bits, streams), &(symbols, used)) in binned.iter().zip(decoded) {
+        let coded = &chunk[coded.clone()];
+        let start = used.saturating_add(entropy::low_bytes(symbols, u32::from(*bits)));
+        let (mut at, before) = (start, inputs.len());
+        for _ in 0..*streams {
+            let Some(len) = coded
+                .get(at..)
+                .and_then(|rest| entropy::coded_len(rest, n).ok())
+            else {
+                break;
+            };
+            inputs.push(&coded[at..at + len]);
+            at += len;
+        }
+        if *streams > 0 && inputs.len() == before + streams {
+            spans.push(Some((start, at)));
+        } else {
+            inputs.truncate(before);
+            spans.push(None);
+        }
+    }
+    buffer.clear();
+    buffer.resize(n * inputs.len(), 0);
+    let mut outs: Vec<&mut [u8]> = buffer.chunks_exact_mut(n.max(1)).collect();
+    let Ok(used) = entropy::decode_many(&inputs, &mut outs, tables) else {
+        return vec![None; binned.len()];
+    };
+    let buffer: &'b Vec<u8> = buffer;
+    // A chunk's streams are side by side in `buffer`, as its own decoding lays them out.
+    let mut index = 0;
+    let mut ahead = Vec::with_capacity(binned.len());
+    for ((.., streams), span) in binned.iter().zip(spans) {
+        let Some((start, end)) = span else {
+            ahead.push(None);
+            continue;
+        };
+        let mine = index..index + streams;
+        let whole = used[mine.clone()]
+            .iter()
+            .zip(&inputs[mine.clone()])
+            .all(|(&u, input)| u == input.len());
+        let bytes = &buffer[mine.start * n..mine.end * n];
+        index = mine.end;
+        ahead.push(whole.then_some((start, end - start, bytes)));
+    }
+    ahead
 }
 
 #[cfg(test)]
@@ -2235,6 +2347,145 @@ mod tests {
         let none = PageTables::default();
         assert!(entropy::decode_binned(&[0, 255], &mut [0], 8, &none, |_| {}).is_err());
         assert!(entropy::decode_binned(&[0, 200], &mut [0], 64, &none, |_| {}).is_err());
+    }
+
+    /// A run of chunks of every form (binned with and without correction streams, byte
+    /// streams, plain), with the page's tables, decodes as its chunks one at a time; and
+    /// damaged runs fail as the damaged chunk fails alone, or not at all.
+    #[test]
+    fn runs_of_mixed_chunks_decode_as_one_at_a_time() {
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (width, n) in [(4usize, 1024usize), (8, 512)] {
+            let mut values = Vec::new();
+            for c in 0..24u32 {
+                for i in 0..n {
+                    let r = next();
+                    let v = match c % 4 {
+                        // Three decimals of noise: bins (and corrections, below).
+                        0 | 1 => (f64::from(i as u32) * 7.0 + (r % 5000) as f64) / 1000.0,
+                        // Few decimals: byte streams.
+                        2 => [1.5, 2.25, 3.0, 1.5][(r % 4) as usize],
+                        // Noise over every bit: plain.
+                        _ => f64::from_bits(r >> 2),
+                    };
+                    // A unit in the last place off the decimal, for most values of
+                    // every fourth chunk: corrections.
+                    let off = if c % 4 == 0 { (r >> 50) % 3 } else { 1 };
+                    if width == 8 {
+                        values.extend_from_slice(&(v.to_bits() + off - 1).to_le_bytes());
+                    } else {
+                        let v = if c % 4 == 3 {
+                            f32::from_bits(r as u32 >> 2)
+                        } else {
+                            v as f32
+                        };
+                        values.extend_from_slice(&(v.to_bits() + off as u32 - 1).to_le_bytes());
+                    }
+                }
+            }
+            let encoder = AlpEncoder::try_new(width as u64 * 8)
+                .unwrap()
+                .with_layout(IntLayout::Entropy)
+                .with_chunk_values(n)
+                .unwrap();
+            let page = encoder.for_page(&values).unwrap();
+            let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
+            let Some(array_encoding::ArrayEncoding::Alp(message)) =
+                encoder.array_encoding().array_encoding
+            else {
+                panic!("not alp")
+            };
+            let decoder = AlpDecompressor::new(&message).unwrap();
+            let chunks: Vec<Vec<u8>> = values
+                .chunks(n * width)
+                .map(|v| encode_dyn(encoder, v))
+                .collect();
+            let mut scratch = Vec::new();
+            let forms: Vec<&str> = chunks
+                .iter()
+                .map(|c| {
+                    match Chunk::parse(c, n, Float { width }, &decoder.tables, &mut scratch)
+                        .unwrap()
+                    {
+                        None => "plain",
+                        Some(Chunk {
+                            stored:
+                                Stored::Binned {
+                                    correction_bits: Some(_),
+                                    ..
+                                },
+                            ..
+                        }) => "corrected",
+                        Some(Chunk {
+                            stored: Stored::Binned { .. },
+                            ..
+                        }) => "binned",
+                        Some(_) => "streams",
+                    }
+                })
+                .collect();
+            for form in ["corrected", "binned", "streams", "plain"] {
+                assert!(
+                    forms.contains(&form),
+                    "width {width}: no {form} chunk in {forms:?}"
+                );
+            }
+            let each = |chunks: &[Vec<u8>]| -> Result<Vec<u8>> {
+                let mut all = Vec::new();
+                for c in chunks {
+                    let mut out = vec![0; n * width];
+                    decoder.decompress_into(c, n, ChunkStorage::Raw, &mut out, &mut Vec::new())?;
+                    all.extend(out);
+                }
+                Ok(all)
+            };
+            let run = |chunks: &[Vec<u8>]| -> Result<Vec<u8>> {
+                let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+                let mut out = vec![0; n * width * chunks.len()];
+                decoder
+                    .decompress_chunks_into(&slices, n, &mut out, &mut vec![0xEE; 3])
+                    .map(|()| out)
+            };
+            assert!(run(&chunks).unwrap() == values, "width {width}");
+            let mut failed = 0;
+            for _ in 0..300 {
+                let mut damaged = chunks.clone();
+                // Damage falls on chunks with correction streams, half the time.
+                let k = (next() % damaged.len() as u64) as usize;
+                let k = if next() % 2 == 0 { k - k % 4 } else { k };
+                let r = next();
+                let chunk = &mut damaged[k];
+                match r % 3 {
+                    0 => chunk.truncate((r >> 8) as usize % chunk.len()),
+                    1 => chunk.push((r >> 8) as u8),
+                    _ => {
+                        // Mostly in the last third, where correction streams lie.
+                        let len = chunk.len();
+                        let at = len - 1 - (r >> 8) as usize % (len / 3).max(1);
+                        chunk[at] ^= 1 << ((r >> 40) % 8);
+                    }
+                }
+                match (run(&damaged), each(&damaged)) {
+                    (Ok(whole), Ok(parts)) => assert!(whole == parts, "width {width}, chunk {k}"),
+                    (Err(_), Err(_)) => failed += 1,
+                    (whole, alone) => panic!(
+                        "width {width}, chunk {k}: run {:?}, alone {:?}",
+                        whole.err(),
+                        alone.err()
+                    ),
+                }
+            }
+            assert!(
+                failed > 100,
+                "width {width}: only {failed} damaged runs failed"
+            );
+        }
     }
 
     #[test]
