@@ -1,7 +1,8 @@
 //! Column files in an object store (S3, GCS, Azure, a local directory, memory), through
-//! the `object_store` crate: the footer first, then, for each read, one coalesced request
-//! for just the byte ranges it needs (the chunks its rows overlap, and the page buffers of
-//! pages read for the first time).
+//! the `object_store` crate: the footer first, then, for each read, just the byte ranges
+//! it needs (the chunks its rows overlap, and the page buffers of pages read for the first
+//! time), near ones merged, each requested on its own (eight at a time) and read into a
+//! buffer a `BufferPool` kept from reads finished with.
 //!
 //! The decoding is [`FileReader`]'s own: the reader here runs it over [`Fetched`], the
 //! bytes fetched for the read at hand, which it plans with the same code that reads them
@@ -90,7 +91,7 @@ impl BufferPool {
 /// The bytes of an object fetched so far, by offset, as a `Read + Seek` source; reading
 /// bytes that were not fetched is an error (a plan that missed them), never a request.
 ///
-/// What it holds goes back to its [`BufferPool`] when it is released or dropped.
+/// What it holds goes back to its `BufferPool` when it is released or dropped.
 #[derive(Debug, Clone, Default)]
 pub struct Fetched {
     len: u64,
