@@ -49,20 +49,17 @@ struct BufferPool {
 }
 
 impl BufferPool {
-    /// `len` bytes to overwrite: the smallest free buffer that holds them (zeroed only
-    /// past the length of its last use), else a new zeroed one.
+    /// A buffer with room for `len` bytes: the smallest free one that has it, holding
+    /// the bytes of its last use, else a new one of `len` zeros. A reader that fills it
+    /// in place resizes it to `len` (which zeroes only past its last use); one that
+    /// appends clears it.
     fn take(&self, len: usize) -> BytesMut {
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         let fit = (0..free.len())
             .filter(|&i| free[i].capacity() >= len)
             .min_by_key(|&i| free[i].capacity());
         match fit {
-            Some(i) => {
-                let mut buf = free.swap_remove(i);
-                drop(free);
-                buf.resize(len, 0);
-                buf
-            }
+            Some(i) => free.swap_remove(i),
             None => BytesMut::zeroed(len),
         }
     }
@@ -491,6 +488,7 @@ async fn read_payload(
         #[cfg(not(target_arch = "wasm32"))]
         GetResultPayload::File(mut file, _) => {
             let mut buf = pool.take(len);
+            buf.resize(len, 0);
             let start = range.start;
             let read = move || -> std::io::Result<BytesMut> {
                 file.seek(SeekFrom::Start(start))?;
@@ -575,7 +573,7 @@ mod tests {
     fn released_buffers_are_filled_again_only_when_nothing_holds_them() {
         let pool = BufferPool::default();
         let mut buf = pool.take(1000);
-        assert_eq!((buf.len(), buf.as_ref()), (1000, &[0u8; 1000][..]));
+        assert_eq!(buf.as_ref(), &[0u8; 1000][..]);
         buf.fill(7);
         let first = buf.freeze();
         let at = first.as_ptr();
@@ -587,12 +585,13 @@ mod tests {
         let other = pool.take(2000);
         assert_ne!(other.as_ptr(), at);
         assert_eq!(other.as_ref(), &[0u8; 2000][..]);
-        // The kept one, cut to 600 bytes, then grown to 900 (zeroed past its last use
-        // only when it grows beyond it).
+        // The kept one, with the bytes of its last use, resized in place.
         let mut again = pool.take(600);
-        assert_eq!((again.as_ptr(), again.len()), (at, 600));
+        assert_eq!((again.as_ptr(), again.as_ref()), (at, &[7u8; 1000][..]));
+        again.resize(600, 0);
         again.resize(900, 0);
         assert_eq!(again.as_ptr(), at);
+        assert!(again[..600].iter().all(|&b| b == 7) && again[600..].iter().all(|&b| b == 0));
     }
 
     #[test]
