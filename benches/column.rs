@@ -6,6 +6,9 @@
 //! whole column (page CRC32Cs) and one chunk's rows (that chunk's CRC32C), the cost of
 //! every byte read being covered by a verified checksum.
 //!
+//! The CRC-32C behind those checksums against the `crc32c` crate on the same bytes: a
+//! chunk's size (2 and 4 KiB) and a whole page's (1 MiB).
+//!
 //! `cargo bench --bench column`, then `cargo run --release --example bench_report`.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
@@ -84,9 +87,25 @@ fn bench_read(c: &mut Criterion) {
     }
 }
 
+fn bench_crc(c: &mut Criterion) {
+    let (_, bytes) = common::real(4, 1 << 20);
+    let mut group = c.benchmark_group("crc32c");
+    for len in [2048, 4096, 1 << 20] {
+        let data = &bytes[..len];
+        group.throughput(Throughput::Bytes(len as u64));
+        group.bench_function(format!("miniblock_{len}"), |b| {
+            b.iter(|| black_box(miniblock::crc32c(black_box(data))));
+        });
+        group.bench_function(format!("crc32c_crate_{len}"), |b| {
+            b.iter(|| black_box(crc32c::crc32c(black_box(data))));
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(4)).sample_size(10);
-    targets = bench_column, bench_read
+    targets = bench_column, bench_read, bench_crc
 }
 criterion_main!(benches);

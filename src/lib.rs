@@ -51,6 +51,7 @@ pub mod shuffle;
 
 pub use encodings::Encoding;
 pub use error::{Error, ErrorKind, Result};
+pub use kernels::crc::crc32c;
 pub use kernels::selected_name as kernel_name;
 pub use page::{encode_page, EncodedPage, PageDecoder, PageEncoder};
 

@@ -17,6 +17,7 @@ use crate::encodings::{
     checked_len, decompressor_for, unbound_decompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
+use crate::kernels::crc::crc32c;
 use crate::page::{
     build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, MAX_PAGE_BUFFERS,
     RESERVE_EXPANSION,
@@ -106,7 +107,7 @@ impl<R: Read + Seek> FileReader<R> {
             })?;
         let mut footer_bytes = vec![0u8; footer_len as usize];
         read_exact_at(&mut source, footer_start, &mut footer_bytes)?;
-        if crc32c::crc32c(&footer_bytes) != footer_crc {
+        if crc32c(&footer_bytes) != footer_crc {
             return Err(Error::corrupt(
                 "footer checksum mismatch: the footer is damaged",
             ));
@@ -479,7 +480,7 @@ impl<R: Read + Seek> FileReader<R> {
                     }
                     buffer.resize(layout.data_len(), 0);
                     read_exact_at(&mut self.source, page.offset, &mut buffer)?;
-                    if crc32c::crc32c(&buffer) != page.crc32c {
+                    if crc32c(&buffer) != page.crc32c {
                         return Err(Error::corrupt(
                             "page checksum mismatch: the page's bytes are damaged",
                         ));
@@ -496,7 +497,7 @@ impl<R: Read + Seek> FileReader<R> {
                             layout.chunks().iter().zip(&page.chunk_crc32c).enumerate()
                         {
                             let bytes = &buffer[chunk.offset..chunk.offset + chunk.num_bytes];
-                            if crc32c::crc32c(bytes) != crc {
+                            if crc32c(bytes) != crc {
                                 return Err(Error::corrupt(format!(
                                     "chunk {c} checksum mismatch: the chunk's bytes are damaged"
                                 )));
@@ -696,7 +697,7 @@ fn read_page_rows<R>(
         buffer,
     )?;
     if whole_page {
-        if verify_checksums && crc32c::crc32c(buffer) != page.crc32c {
+        if verify_checksums && crc32c(buffer) != page.crc32c {
             return Err(Error::corrupt(
                 "page checksum mismatch: the page's bytes are damaged",
             ));
@@ -709,7 +710,7 @@ fn read_page_rows<R>(
     if verify_checksums {
         for (index, chunk) in layout.chunks()[chunks.clone()].iter().enumerate() {
             let at = chunk.offset - bytes.start..chunk.offset - bytes.start + chunk.num_bytes;
-            if crc32c::crc32c(&buffer[at]) != page.chunk_crc32c[chunks.start + index] {
+            if crc32c(&buffer[at]) != page.chunk_crc32c[chunks.start + index] {
                 return Err(Error::corrupt(format!(
                     "chunk {} checksum mismatch: the chunk's bytes are damaged",
                     chunks.start + index
@@ -825,7 +826,7 @@ fn read_page_buffers<R: Read + Seek>(
             .map_err(|_| Error::corrupt(format!("page buffer of {size} bytes")))?;
         let mut buffer = vec![0; len];
         read_exact_at(source, offset, &mut buffer)?;
-        if verify_checksums && crc32c::crc32c(&buffer) != crc {
+        if verify_checksums && crc32c(&buffer) != crc {
             return Err(Error::corrupt(format!(
                 "page buffer {b} checksum mismatch: its bytes are damaged"
             )));

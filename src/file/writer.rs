@@ -14,6 +14,7 @@ use super::types::set_column_type;
 use super::{DEFAULT_PAGE_BYTES, FORMAT_VERSION, MAGIC};
 use crate::encodings::{EncoderOptions, Strategy};
 use crate::error::{Error, Result};
+use crate::kernels::crc::crc32c;
 use crate::page::{value_width, ChunkTableFormat, EncodedPage, PageEncoder};
 
 /// Pages that are encoded together (in parallel when allowed) before being written.
@@ -168,7 +169,7 @@ impl<W: Write> FileWriter<W> {
         })?;
         let mut trailer = bytes;
         trailer.extend_from_slice(&len.to_le_bytes());
-        trailer.extend_from_slice(&crc32c::crc32c(&trailer[..len as usize]).to_le_bytes());
+        trailer.extend_from_slice(&crc32c(&trailer[..len as usize]).to_le_bytes());
         trailer.extend_from_slice(&MAGIC);
         self.sink
             .write_all(&trailer)
@@ -256,7 +257,7 @@ impl<W: Write> FileWriter<W> {
                     .collect::<Result<_>>()?
             };
             for (column, pages) in self.columns.iter_mut().zip(encoded) {
-                for (page, (chunk_crc32c, crc32c), stats) in pages {
+                for (page, (chunk_crc32c, page_crc32c), stats) in pages {
                     let length = page.data.len() as u64;
                     self.sink.write_all(&page.data).map_err(|e| {
                         io_error(e, &format!("writing a page of column {:?}", column.name))
@@ -272,14 +273,14 @@ impl<W: Write> FileWriter<W> {
                         num_values: page.num_values,
                         encoding: Some(page.encoding.clone()),
                         chunk_table: page.chunk_table(),
-                        crc32c,
+                        crc32c: page_crc32c,
                         chunk_entry_bytes: match page.table_format() {
                             ChunkTableFormat::Narrow => 0,
                             format @ ChunkTableFormat::Wide => format.entry_bytes() as u32,
                         },
                         chunk_crc32c,
                         buffer_sizes: page.buffers.iter().map(|b| b.len() as u64).collect(),
-                        buffer_crc32c: page.buffers.iter().map(|b| crc32c::crc32c(b)).collect(),
+                        buffer_crc32c: page.buffers.iter().map(|b| crc32c(b)).collect(),
                         statistics: Some(stats.to_proto(&column.data_type)),
                     });
                     self.offset +=

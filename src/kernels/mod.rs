@@ -16,7 +16,8 @@
 //! violation here is a bug in this crate, not bad input. All `unsafe` code of the crate
 //! lives in this module.
 //!
-//! Other pieces live here: `bitpack`, the bit-packing kernels; `unbin`, which rebuilds
+//! Other pieces live here: `bitpack`, the bit-packing kernels; `crc`, the CRC-32C of
+//! chunks, pages and footers (folded with VPCLMULQDQ where the CPU has it); `unbin`, which rebuilds
 //! the entropy coder's binned integers eight at a time (AVX2 or AVX-512 VBMI); `sums`,
 //! the running sums that undo `delta`'s differences a vector at a time (AVX-512F); `tans`,
 //! which decodes up to sixteen chunks' tANS streams side by side (AVX-512F); and
@@ -31,6 +32,7 @@
 #[macro_use]
 mod blocks;
 pub(crate) mod bitpack;
+pub(crate) mod crc;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 mod scalar;

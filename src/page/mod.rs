@@ -57,6 +57,7 @@ use arrow_schema::DataType;
 
 use crate::encodings::{ChunkStorage, Encoding, MAX_VALUE_WIDTH};
 use crate::error::{Error, Result};
+use crate::kernels::crc::crc32c;
 use crate::proto::encodings::ArrayEncoding;
 
 /// Size of one narrow chunk table entry.
@@ -229,17 +230,17 @@ impl EncodedPage {
 
     /// The CRC32C of each chunk's bytes and of the whole data buffer. The page's is
     /// computed over the data again rather than combined from the chunks' CRCs: the
-    /// hardware CRC runs at memory speed, while `crc32c_combine` does matrix work per call,
+    /// CRC kernel runs at memory speed, while `crc32c_combine` does matrix work per call,
     /// which costs more than hashing a small chunk.
     pub fn checksums(&self) -> (Vec<u32>, u32) {
         let mut chunk_crcs = Vec::with_capacity(self.chunks.len());
         let mut offset = 0usize;
         for chunk in &self.chunks {
             let end = offset + chunk.num_bytes as usize;
-            chunk_crcs.push(crc32c::crc32c(&self.data[offset..end]));
+            chunk_crcs.push(crc32c(&self.data[offset..end]));
             offset = end;
         }
-        (chunk_crcs, crc32c::crc32c(&self.data))
+        (chunk_crcs, crc32c(&self.data))
     }
 
     /// The chunk table, in [`table_format`](Self::table_format).
