@@ -1767,7 +1767,14 @@ impl MiniBlockDecompressor for AlpDecompressor {
                             .filter(|&at| at + coded.len() <= chunk.len())
                             .ok_or_else(|| named(k)(Error::corrupt("coded streams outside")))?;
                         let streams = correction_bits.map_or(0, |b| usize::from(b).div_ceil(8));
-                        binned.push((k, *chunk, at..at + coded.len(), out, bits, streams));
+                        binned.push(BinnedChunk {
+                            index: k,
+                            chunk,
+                            coded: at..at + coded.len(),
+                            out,
+                            bits,
+                            streams,
+                        });
                     }
                     Some(parsed) => parsed
                         .decode(num_values, self.float, out)
@@ -1776,7 +1783,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
             }
             symbols.resize(num_values * binned.len(), 0);
             let mut outs: Vec<&mut [u8]> = symbols.chunks_exact_mut(num_values.max(1)).collect();
-            let inputs: Vec<&[u8]> = binned.iter().map(|b| &b.1[b.2.clone()]).collect();
+            let inputs: Vec<&[u8]> = binned.iter().map(|b| &b.chunk[b.coded.clone()]).collect();
             let used = entropy::decode_many(&inputs, &mut outs, &self.tables)?;
             let decoded: Vec<(&[u8], usize)> = outs.into_iter().map(|o| &*o).zip(used).collect();
             let ahead = corrections_ahead(
@@ -1786,9 +1793,13 @@ impl MiniBlockDecompressor for AlpDecompressor {
                 &self.tables,
                 &mut corrections,
             );
-            for (((k, chunk, _, out, _, _), (symbols, used)), ahead) in
-                binned.into_iter().zip(decoded).zip(ahead)
-            {
+            for ((binned, (symbols, used)), ahead) in binned.into_iter().zip(decoded).zip(ahead) {
+                let BinnedChunk {
+                    index: k,
+                    chunk,
+                    out,
+                    ..
+                } = binned;
                 // Parsing is deterministic: the chunk is binned again.
                 let mut parsed = Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
                     .map_err(named(k))?
@@ -1811,16 +1822,21 @@ impl MiniBlockDecompressor for AlpDecompressor {
     }
 }
 
-/// A binned chunk of a run: its index in its group, its bytes, where its coded streams
-/// lie in them, its output, its integers' bits and its number of correction streams.
-type BinnedChunk<'c, 'o> = (
-    usize,
-    &'c [u8],
-    std::ops::Range<usize>,
-    &'o mut [u8],
-    u8,
-    usize,
-);
+/// A binned chunk of a run, waiting for its bin symbols.
+struct BinnedChunk<'c, 'o> {
+    /// Its index in its group of chunks.
+    index: usize,
+    /// Its bytes.
+    chunk: &'c [u8],
+    /// Where its coded streams lie in `chunk`.
+    coded: std::ops::Range<usize>,
+    /// Its output.
+    out: &'o mut [u8],
+    /// Its integers' bits.
+    bits: u8,
+    /// Its number of correction streams.
+    streams: usize,
+}
 
 /// The correction streams of the binned chunks `binned`, whose bin symbols are decoded
 /// (`decoded`: each chunk's symbols and the bytes they took), decoded side by side into
@@ -1839,9 +1855,9 @@ fn corrections_ahead<'b>(
     let mut inputs: Vec<&[u8]> = Vec::new();
     // Per chunk: where its streams start and end in its coded bytes, when they were cut.
     let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(binned.len());
-    for ((_, chunk, coded, _, bits, streams), &(symbols, used)) in binned.iter().zip(decoded) {
-        let coded = &chunk[coded.clone()];
-        let start = used.saturating_add(entropy::low_bytes(symbols, u32::from(*bits)));
+    for (chunk, &(symbols, used)) in binned.iter().zip(decoded) {
+        let (coded, streams) = (&chunk.chunk[chunk.coded.clone()], &chunk.streams);
+        let start = used.saturating_add(entropy::low_bytes(symbols, u32::from(chunk.bits)));
         let (mut at, before) = (start, inputs.len());
         for _ in 0..*streams {
             let Some(len) = coded
@@ -1870,7 +1886,7 @@ fn corrections_ahead<'b>(
     // A chunk's streams are side by side in `buffer`, as its own decoding lays them out.
     let mut index = 0;
     let mut ahead = Vec::with_capacity(binned.len());
-    for ((.., streams), span) in binned.iter().zip(spans) {
+    for (BinnedChunk { streams, .. }, span) in binned.iter().zip(spans) {
         let Some((start, end)) = span else {
             ahead.push(None);
             continue;
