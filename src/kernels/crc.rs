@@ -2,22 +2,24 @@
 //! inverted), the checksum of a file's footer, pages and chunks.
 //!
 //! The `crc32c` crate computes it with SSE4.2's `crc32` instruction: 8 bytes an
-//! instruction, three streams side by side. Where the CPU has AVX-512F and VPCLMULQDQ,
-//! [`crc32c`] instead folds 64 bytes a carry-less multiply pair: four registers of four
-//! 128-bit lanes take 256 bytes a loop step, each register multiplied forward by
-//! x^2048 and added (XOR) to the next 256 bytes, so no step waits for another register.
-//! The registers are then folded onto the last one, its lanes onto the last lane, and
-//! the 128 bits left reduced to 32 (Barrett reduction, as in Gopal et al., "Fast CRC
-//! computation for generic polynomials using PCLMULQDQ", Intel, 2009). What is left
-//! under 64 bytes goes on through the `crc32c` crate, from the CRC computed so far.
+//! instruction, three streams side by side. Here inputs of 256 bytes and more are
+//! instead folded by carry-less multiplies (x86_64): each 128-bit lane of a register is
+//! multiplied forward by x^d and added (XOR) to the lane d bits on, so independent
+//! registers advance side by side and no step waits for another register. With AVX-512F
+//! and VPCLMULQDQ, four registers of four lanes take 256 bytes a step; with PCLMULQDQ
+//! alone, four 128-bit registers take 64. The registers are then folded onto the last
+//! one (and its lanes onto the last lane), and the 128 bits left reduced to 32 by
+//! Barrett's reduction (Gopal et al., "Fast CRC computation for generic polynomials
+//! using PCLMULQDQ", Intel, 2009). What is left under 64 bytes goes on through the
+//! crate, from the CRC computed so far; so does everything on other CPUs.
 //!
-//! The fold constants are x^n mod P for the distances used, computed here at compile
-//! time, bit-reflected and shifted left by one, as the reflected multiply needs. The
-//! tests derive the constants of the IEEE polynomial with the same function and compare
-//! them to the published ones, and compare [`crc32c`] to the crate at every length up
-//! to 4 KiB from every alignment in a cache line.
+//! The fold constants are x^n mod P for the distances used, computed at compile time,
+//! bit-reflected and shifted left by one, as the reflected multiply needs. The tests
+//! derive the IEEE polynomial's constants with the same functions and compare them to
+//! the published ones, compare [`crc32c`] to the crate at every length up to 4 KiB from
+//! every alignment in a cache line, and each kernel alone at every length to 2 KiB.
 
-// Only x86_64 has the folding kernel; elsewhere the constants serve the tests alone.
+// Only x86_64 has the folding kernels; elsewhere the constants serve the tests alone.
 #![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 
 /// The CRC-32C polynomial without its x^32 term, in normal (not reflected) bit order.
@@ -109,42 +111,69 @@ const fn keys(poly: u32) -> Keys {
 
 const KEYS: Keys = keys(POLY);
 
-/// Inputs shorter than this go to the `crc32c` crate whole: the folding kernel needs
-/// four full registers to start.
+/// Inputs shorter than this go to the `crc32c` crate whole: the folding kernels need
+/// four full registers to start (the 128-bit one then folds four at a time too).
 const MIN_FOLD: usize = 256;
+
+/// A folding kernel: the CRC-32C of the first `folded` bytes of its input (a multiple of
+/// 64, every whole 64 bytes; none under [`MIN_FOLD`]) and `folded`.
+#[cfg(target_arch = "x86_64")]
+type Fold = fn(&[u8]) -> (u32, usize);
+
+/// The folding kernels this CPU has, fastest first, by name.
+#[cfg(target_arch = "x86_64")]
+fn folds() -> Vec<(&'static str, Fold)> {
+    let mut found: Vec<(&'static str, Fold)> = Vec::new();
+    if std::is_x86_feature_detected!("pclmulqdq") && std::is_x86_feature_detected!("sse4.1") {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("vpclmulqdq") {
+            // SAFETY: stored only after the kernel's features were detected.
+            found.push(("avx512", |data| unsafe { fold_avx512(data) }));
+        }
+        // SAFETY: as above.
+        found.push(("pclmulqdq", |data| unsafe { fold_sse(data) }));
+    }
+    found
+}
+
+/// The fastest folding kernel of this CPU, chosen once. Setting the environment
+/// variable `MINIBLOCK_CRC` to `pclmulqdq` or `avx512` picks that kernel instead (when the
+/// CPU has it), and `crate` the `crc32c` crate alone, for comparisons.
+#[cfg(target_arch = "x86_64")]
+fn fold() -> Option<Fold> {
+    static FOLD: std::sync::OnceLock<Option<Fold>> = std::sync::OnceLock::new();
+    *FOLD.get_or_init(|| {
+        let folds = folds();
+        match std::env::var("MINIBLOCK_CRC").ok().as_deref() {
+            Some("crate") => None,
+            Some(name) => folds
+                .iter()
+                .find(|f| f.0 == name)
+                .or(folds.first())
+                .map(|f| f.1),
+            None => folds.first().map(|f| f.1),
+        }
+    })
+}
 
 /// The CRC-32C of `data`: the checksum of a file's footer, pages and chunks (the same
 /// value as the `crc32c` crate's).
 #[inline]
 pub fn crc32c(data: &[u8]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    if data.len() >= MIN_FOLD && has_vpclmulqdq() {
-        // SAFETY: the CPU has the kernel's features (checked just above).
-        let (crc, folded) = unsafe { fold_avx512(data) };
-        return crc32c::crc32c_append(crc, &data[folded..]);
+    if data.len() >= MIN_FOLD {
+        if let Some(fold) = fold() {
+            let (crc, folded) = fold(data);
+            return crc32c::crc32c_append(crc, &data[folded..]);
+        }
     }
     crc32c::crc32c(data)
 }
 
-/// Whether the CPU has what [`fold_avx512`] needs (asked once per process).
-#[cfg(target_arch = "x86_64")]
-fn has_vpclmulqdq() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("vpclmulqdq")
-            && std::is_x86_feature_detected!("pclmulqdq")
-            && std::is_x86_feature_detected!("sse4.1")
-    })
-}
-
-/// The CRC-32C of the first `folded` bytes of `data` (a multiple of 64), and `folded`:
-/// every whole 64 bytes.
+/// Folds `data` 256 bytes a step in four 512-bit registers (sixteen 128-bit lanes).
 ///
 /// # Safety
 /// The CPU must have AVX-512F, VPCLMULQDQ, PCLMULQDQ and SSE4.1. Every load is of a
-/// range checked against `data` first, so any length is sound; lengths under 256 are
-/// left whole to the caller (`folded == 0`, `crc` the CRC of no bytes).
+/// range checked against `data` first, so any length is sound.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.1")]
 unsafe fn fold_avx512(data: &[u8]) -> (u32, usize) {
@@ -152,8 +181,7 @@ unsafe fn fold_avx512(data: &[u8]) -> (u32, usize) {
         __m512i, _mm512_broadcast_i32x4, _mm512_castsi128_si512, _mm512_castsi512_si128,
         _mm512_clmulepi64_epi128, _mm512_extracti32x4_epi32, _mm512_loadu_si512,
         _mm512_maskz_mov_epi64, _mm512_set_epi64, _mm512_ternarylogic_epi64, _mm512_xor_si512,
-        _mm_and_si128, _mm_clmulepi64_si128, _mm_cvtsi32_si128, _mm_extract_epi32, _mm_set_epi32,
-        _mm_set_epi64x, _mm_srli_si128, _mm_xor_si128,
+        _mm_cvtsi32_si128, _mm_set_epi64x, _mm_xor_si128,
     };
 
     if data.len() < MIN_FOLD {
@@ -214,9 +242,67 @@ unsafe fn fold_avx512(data: &[u8]) -> (u32, usize) {
             _mm512_extracti32x4_epi32(folded, 3),
         ),
     );
+    (reduce(rest), at)
+}
 
-    // 128 bits to 96 (the low half times x^96, plus the high half), 96 to 64 (the low 32
-    // bits times x^64, plus the rest), then Barrett's reduction to 32.
+/// Folds `data` 64 bytes a step in four 128-bit registers.
+///
+/// # Safety
+/// The CPU must have PCLMULQDQ and SSE4.1. Every load is of a range checked against
+/// `data` first, so any length is sound.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,sse4.1")]
+unsafe fn fold_sse(data: &[u8]) -> (u32, usize) {
+    use core::arch::x86_64::{
+        __m128i, _mm_clmulepi64_si128, _mm_cvtsi32_si128, _mm_loadu_si128, _mm_set_epi64x,
+        _mm_xor_si128,
+    };
+
+    if data.len() < MIN_FOLD {
+        return (0, 0);
+    }
+    let load = |at: usize| -> __m128i {
+        let block: &[u8; 16] = data[at..at + 16].try_into().expect("16 bytes");
+        // SAFETY: `block` is 16 readable bytes; the load needs no alignment.
+        unsafe { _mm_loadu_si128(block.as_ptr().cast()) }
+    };
+    let pair = |k: [u64; 2]| _mm_set_epi64x(k[1].cast_signed(), k[0].cast_signed());
+    let fold = |a: __m128i, keys: __m128i, b: __m128i| {
+        let low = _mm_clmulepi64_si128(a, keys, 0x00);
+        let high = _mm_clmulepi64_si128(a, keys, 0x11);
+        _mm_xor_si128(_mm_xor_si128(low, high), b)
+    };
+
+    let mut v0 = _mm_xor_si128(load(0), _mm_cvtsi32_si128(-1));
+    let mut v1 = load(16);
+    let mut v2 = load(32);
+    let mut v3 = load(48);
+    let mut at = 64;
+    let by_512 = pair(KEYS.by_512);
+    while data.len() - at >= 64 {
+        v0 = fold(v0, by_512, load(at));
+        v1 = fold(v1, by_512, load(at + 16));
+        v2 = fold(v2, by_512, load(at + 32));
+        v3 = fold(v3, by_512, load(at + 48));
+        at += 64;
+    }
+    let mut acc = fold(v0, pair(KEYS.by_384), v3);
+    acc = fold(v1, pair(KEYS.by_256), acc);
+    acc = fold(v2, pair(KEYS.by_128), acc);
+    (reduce(acc), at)
+}
+
+/// The CRC-32C of 128 folded bits: to 96 (the low half times x^96, plus the high half),
+/// to 64 (the low 32 bits times x^64, plus the rest), then Barrett's reduction to 32.
+/// Callable only from code compiled for its features.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,sse4.1")]
+fn reduce(rest: core::arch::x86_64::__m128i) -> u32 {
+    use core::arch::x86_64::{
+        _mm_and_si128, _mm_clmulepi64_si128, _mm_extract_epi32, _mm_set_epi32, _mm_set_epi64x,
+        _mm_srli_si128, _mm_xor_si128,
+    };
+    let [k160, k96] = KEYS.by_128.map(u64::cast_signed);
     let by_96 = _mm_set_epi64x(k96, k160);
     let rest = _mm_xor_si128(
         _mm_clmulepi64_si128(rest, by_96, 0x10),
@@ -234,8 +320,7 @@ unsafe fn fold_avx512(data: &[u8]) -> (u32, usize) {
     let mu_p = _mm_set_epi64x(KEYS.mu.cast_signed(), KEYS.poly.cast_signed());
     let t1 = _mm_clmulepi64_si128(_mm_and_si128(rest, low32), mu_p, 0x10);
     let t2 = _mm_clmulepi64_si128(_mm_and_si128(t1, low32), mu_p, 0x00);
-    let crc = !(_mm_extract_epi32(_mm_xor_si128(rest, t2), 1).cast_unsigned());
-    (crc, at)
+    !(_mm_extract_epi32(_mm_xor_si128(rest, t2), 1).cast_unsigned())
 }
 
 #[cfg(test)]
@@ -289,24 +374,38 @@ mod tests {
     }
 
     #[test]
-    fn folding_kernel_runs_and_detects_every_single_bit_flip() {
+    fn every_folding_kernel_matches_the_crate_and_detects_every_single_bit_flip() {
         #[cfg(target_arch = "x86_64")]
-        if has_vpclmulqdq() {
-            let mut data = noise(1000);
-            // SAFETY: the CPU has the kernel's features (checked above).
-            let (crc, folded) = unsafe { fold_avx512(&data) };
-            assert_eq!(folded, 960);
-            assert_eq!(crc, crc32c::crc32c(&data[..960]));
-            let whole = crc32c(&data);
-            for bit in 0..data.len() * 8 {
-                data[bit / 8] ^= 1 << (bit % 8);
-                assert_ne!(crc32c(&data), whole, "bit {bit}");
-                data[bit / 8] ^= 1 << (bit % 8);
+        {
+            let kernels = folds();
+            eprintln!(
+                "crc kernels tested: {:?}",
+                kernels.iter().map(|k| k.0).collect::<Vec<_>>()
+            );
+            let bytes = noise(2048 + 64);
+            for &(name, fold) in &kernels {
+                for start in [0, 1, 7, 63] {
+                    for len in 0..=2048 {
+                        let data = &bytes[start..start + len];
+                        let (crc, folded) = fold(data);
+                        let whole = len / 64 * 64;
+                        let want = if len < MIN_FOLD { 0 } else { whole };
+                        assert_eq!(folded, want, "{name} start {start} len {len}");
+                        assert_eq!(crc, crc32c::crc32c(&data[..folded]), "{name} {len}");
+                    }
+                }
+                let mut data = noise(1000);
+                let whole = fold(&data).0;
+                for bit in 0..960 * 8 {
+                    data[bit / 8] ^= 1 << (bit % 8);
+                    assert_ne!(fold(&data).0, whole, "{name} bit {bit}");
+                    data[bit / 8] ^= 1 << (bit % 8);
+                }
             }
-            // SAFETY: as above; a short input is left to the caller.
-            assert_eq!(unsafe { fold_avx512(&data[..255]) }, (0, 0));
-            return;
+            if !kernels.is_empty() {
+                return;
+            }
         }
-        eprintln!("SKIPPED: this CPU has no AVX-512F with VPCLMULQDQ; the crate's CRC ran");
+        eprintln!("SKIPPED: this CPU has no PCLMULQDQ; the crate's CRC ran");
     }
 }
