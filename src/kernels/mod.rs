@@ -17,8 +17,9 @@
 //! lives in this module.
 //!
 //! Other pieces live here: `bitpack`, the bit-packing kernels; `crc`, the CRC-32C of
-//! chunks, pages and footers (folded with VPCLMULQDQ where the CPU has it); `unbin`, which rebuilds
-//! the entropy coder's binned integers eight at a time (AVX2 or AVX-512 VBMI); `sums`,
+//! chunks, pages and footers (folded by carry-less multiplies, PCLMULQDQ or AVX-512
+//! VPCLMULQDQ); `unbin`, which rebuilds the entropy coder's binned integers eight at a
+//! time (AVX2 or AVX-512 VBMI); `sums`,
 //! the running sums that undo `delta`'s differences a vector at a time (AVX-512F); `tans`,
 //! which decodes up to sixteen chunks' tANS streams side by side (AVX-512F); and
 //! [`with_bmi2`],
