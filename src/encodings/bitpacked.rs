@@ -32,7 +32,7 @@ use super::{
     MAX_CHUNK_VALUES,
 };
 use crate::error::{Error, Result};
-use crate::kernels::bitpack;
+use crate::kernels::{bitpack, unpack};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Bitpack};
 
 /// Bit 7 of the header byte: the chunk's values are read signed.
@@ -186,14 +186,8 @@ impl BitpackDecompressor {
         })
     }
 
-    /// Unpacks a chunk of `n` values, handing `sink` their integers (each below
-    /// `2^(8 * width)`) a block of up to 64 at a time; every field is checked first.
-    pub(crate) fn unpack(
-        &self,
-        chunk: &[u8],
-        n: usize,
-        mut sink: impl FnMut(&[u64]),
-    ) -> Result<()> {
+    /// The header, reference and offsets of a chunk of `n` values, every field checked.
+    fn parse<'a>(&self, chunk: &'a [u8], n: usize) -> Result<Frame<'a>> {
         let width = self.width;
         let corrupt = |what: String| {
             Error::corrupt(format!(
@@ -224,26 +218,92 @@ impl BitpackDecompressor {
         } else {
             0
         };
-        let limit = max_value(width) - reference;
-        let mut widest = 0u64;
-        let mut block = [0u64; bitpack::BLOCK];
-        bitpack::unpack(packed, n, bits, |offsets| {
-            let out = &mut block[..offsets.len()];
-            for (o, &d) in out.iter_mut().zip(offsets) {
-                widest = widest.max(d);
-                // Wrapping: an offset past the limit is refused below, after the pass.
-                *o = (reference.wrapping_add(d) ^ flip) & max_value(width);
-            }
-            sink(out);
-        });
-        if widest > limit {
-            return Err(corrupt(format!(
-                "offset {widest} from reference {reference} passes {} bits",
-                8 * width
+        Ok(Frame {
+            bits,
+            reference,
+            flip,
+            packed,
+        })
+    }
+
+    /// Refuses a chunk whose widest offset passes the largest value from its reference.
+    fn check_widest(&self, frame: &Frame, n: usize, widest: u64) -> Result<()> {
+        if widest > max_value(self.width) - frame.reference {
+            return Err(Error::corrupt(format!(
+                "bitpack chunk of {n} values of {} bytes: offset {widest} from reference {} \
+                 passes {} bits",
+                self.width,
+                frame.reference,
+                8 * self.width
             )));
         }
         Ok(())
     }
+
+    /// Unpacks a chunk of `n` values, handing `sink` their integers (each below
+    /// `2^(8 * width)`) a block of up to 64 at a time; every field is checked first.
+    pub(crate) fn unpack(
+        &self,
+        chunk: &[u8],
+        n: usize,
+        mut sink: impl FnMut(&[u64]),
+    ) -> Result<()> {
+        let frame = self.parse(chunk, n)?;
+        let (reference, flip, mask) = (frame.reference, frame.flip, max_value(self.width));
+        let mut widest = 0u64;
+        let mut block = [0u64; bitpack::BLOCK];
+        bitpack::unpack(frame.packed, n, frame.bits, |offsets| {
+            let out = &mut block[..offsets.len()];
+            for (o, &d) in out.iter_mut().zip(offsets) {
+                widest = widest.max(d);
+                // Wrapping: an offset past the limit is refused below, after the pass.
+                *o = (reference.wrapping_add(d) ^ flip) & mask;
+            }
+            sink(out);
+        });
+        self.check_widest(&frame, n, widest)
+    }
+
+    /// Writes a chunk of `n` values of 4 or 8 bytes into `out` (at least `n` values) with
+    /// the vector kernel, summed per `then` (`delta`'s differences); every field is
+    /// checked. Returns `false`, writing nothing, where the kernel does not run (another
+    /// width, or a CPU without it): the caller then goes through [`Self::unpack`].
+    pub(crate) fn unpack_into(
+        &self,
+        chunk: &[u8],
+        n: usize,
+        then: unpack::Then,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        if !matches!(self.width, 4 | 8) || !unpack::has_kernel() {
+            return Ok(false);
+        }
+        let frame = self.parse(chunk, n)?;
+        let width = self.width;
+        let Some(widest) = unpack::unpack(
+            frame.packed,
+            n,
+            frame.bits,
+            width,
+            frame.reference,
+            frame.flip,
+            then,
+            out,
+        ) else {
+            return Ok(false);
+        };
+        self.check_widest(&frame, n, widest)?;
+        Ok(true)
+    }
+}
+
+/// A bitpack chunk's fields, checked: the offsets' width, the reference, the sign flip and
+/// the packed offsets (exactly as many bytes as they take).
+struct Frame<'a> {
+    bits: u8,
+    reference: u64,
+    flip: u64,
+    packed: &'a [u8],
 }
 
 impl MiniBlockDecompressor for BitpackDecompressor {
@@ -278,6 +338,9 @@ impl MiniBlockDecompressor for BitpackDecompressor {
             return Err(Error::corrupt(
                 "bitpack chunk is marked compressed but the encoding has no compression",
             ));
+        }
+        if self.unpack_into(chunk, num_values, unpack::Then::Store, out)? {
+            return Ok(());
         }
         let width = self.width;
         let mut at = 0;
@@ -354,6 +417,62 @@ mod tests {
                     let chunk = encode(&values, bits);
                     assert!(chunk.len() <= 1 + width + bitpack::packed_len(n, span_bits as u8));
                     assert_eq!(decode(&chunk, n, bits).unwrap(), values, "{width} {n}");
+                }
+            }
+        }
+    }
+
+    /// The vector kernel (where the CPU has it) and the scalar unpacking give the same
+    /// values for every width of offset, and the same verdict on damaged chunks.
+    #[test]
+    fn the_kernel_and_the_scalar_unpacking_agree() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for width in [4usize, 8] {
+            let decoder = BitpackDecompressor::new(8 * width as u64).unwrap();
+            for span_bits in 0..=8 * width as u32 {
+                let n = [1usize, 17, 100, 512][span_bits as usize % 4];
+                let base = next();
+                let values: Vec<u8> = (0..n)
+                    .flat_map(|_| {
+                        let span = next().checked_shr(64 - span_bits).unwrap_or(0);
+                        base.wrapping_add(span).to_le_bytes()[..width].to_vec()
+                    })
+                    .collect();
+                let chunk = encode(&values, 8 * width as u64);
+                let mut damaged = vec![chunk.clone()];
+                for _ in 0..20 {
+                    let mut bad = chunk.clone();
+                    let at = next() as usize % bad.len();
+                    bad[at] ^= 1 << (next() % 8);
+                    damaged.push(bad);
+                }
+                for chunk in &damaged {
+                    let mut scalar = Vec::new();
+                    let by_scalar = decoder
+                        .unpack(chunk, n, |ints| {
+                            for &v in ints {
+                                scalar.extend_from_slice(&v.to_le_bytes()[..width]);
+                            }
+                        })
+                        .map(|()| scalar);
+                    let mut out = vec![0u8; n * width];
+                    let by_kernel = decoder
+                        .unpack_into(chunk, n, unpack::Then::Store, &mut out)
+                        .map(|ran| ran.then_some(out));
+                    match (by_kernel, by_scalar) {
+                        (Ok(Some(a)), Ok(b)) => assert_eq!(a, b, "{width} {span_bits}"),
+                        (Ok(None), _) | (Err(_), Err(_)) => {}
+                        (a, b) => panic!("{width} {span_bits}: kernel {a:?}, scalar {b:?}"),
+                    }
+                }
+                if width == 8 && span_bits == 64 && !unpack::has_kernel() {
+                    eprintln!("SKIPPED: no AVX-512 VBMI here; only the scalar unpacking ran");
                 }
             }
         }

@@ -322,12 +322,24 @@ fn unpack<W: Word>(rest: &[u8], order: u8, n: usize, out: &mut [u8]) -> Result<(
         ))
     })?;
     let mut sums = Sums::new(order);
-    let firsts: Vec<u64> = head.chunks_exact(W::BYTES).map(W::read).collect();
-    sums.write::<W>(&firsts, &mut out[..first * W::BYTES]);
+    let mut firsts = [0u64; 2];
+    for (r, value) in firsts.iter_mut().zip(head.chunks_exact(W::BYTES)) {
+        *r = W::read(value);
+    }
+    sums.write::<W>(&firsts[..first], &mut out[..first * W::BYTES]);
     let unpacker = super::bitpacked::BitpackDecompressor::new(u64::from(bits))?;
-    let mut at = first * W::BYTES;
+    let then = crate::kernels::unpack::Then::Sum {
+        order2: sums.order2,
+        prev: sums.prev,
+        delta: sums.delta,
+    };
+    let (rest, out) = (&rest[first * W::BYTES..], &mut out[first * W::BYTES..]);
+    if unpacker.unpack_into(rest, n - first, then, out)? {
+        return Ok(());
+    }
+    let mut at = 0;
     let mut block = [0u64; crate::kernels::bitpack::BLOCK];
-    unpacker.unpack(&rest[first * W::BYTES..], n - first, |differences| {
+    unpacker.unpack(rest, n - first, |differences| {
         let residuals = &mut block[..differences.len()];
         for (r, &d) in residuals.iter_mut().zip(differences) {
             *r = zigzag(d, bits);

@@ -40,6 +40,7 @@ mod scalar;
 pub(crate) mod sums;
 pub(crate) mod tans;
 pub(crate) mod unbin;
+pub(crate) mod unpack;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 

@@ -229,6 +229,42 @@ pub(super) fn sums16<const ORDER2: bool>(
     values
 }
 
+/// The next 8 8-byte values from their differences `d`, as [`sums16`] does for 4-byte
+/// values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn sums8<const ORDER2: bool>(
+    d: core::arch::x86_64::__m512i,
+    carry: &mut core::arch::x86_64::__m512i,
+    carry_delta: &mut core::arch::x86_64::__m512i,
+) -> core::arch::x86_64::__m512i {
+    use core::arch::x86_64::{
+        __m512i, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_permutexvar_epi64,
+        _mm512_set1_epi64, _mm512_setzero_si512,
+    };
+    // Inclusive prefix sum of 8 lanes.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    fn prefix(mut x: __m512i) -> __m512i {
+        let zero = _mm512_setzero_si512();
+        x = _mm512_add_epi64(x, _mm512_alignr_epi64::<7>(x, zero));
+        x = _mm512_add_epi64(x, _mm512_alignr_epi64::<6>(x, zero));
+        _mm512_add_epi64(x, _mm512_alignr_epi64::<4>(x, zero))
+    }
+    let last = _mm512_set1_epi64(7);
+    let d = if ORDER2 {
+        let deltas = _mm512_add_epi64(prefix(d), *carry_delta);
+        *carry_delta = _mm512_permutexvar_epi64(last, deltas);
+        deltas
+    } else {
+        d
+    };
+    let values = _mm512_add_epi64(prefix(d), *carry);
+    *carry = _mm512_permutexvar_epi64(last, values);
+    values
+}
+
 /// [`sums`] of 8-byte values into integers: writes the running sums of the leading
 /// zigzag `residuals` into `out`, on from `prev` and `delta`, which it updates; returns
 /// how many it wrote (whole vectors only, none without AVX2 or AVX-512F).
@@ -343,27 +379,15 @@ unsafe fn sums8_raw<const ORDER2: bool>(
     out: *mut u8,
 ) -> usize {
     use core::arch::x86_64::{
-        __m512i, _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512, _mm512_castsi512_si128,
-        _mm512_loadu_si512, _mm512_permutexvar_epi64, _mm512_set1_epi64, _mm512_setzero_si512,
-        _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64, _mm512_xor_si512,
-        _mm_cvtsi128_si64,
+        __m512i, _mm512_and_si512, _mm512_castsi512_si128, _mm512_loadu_si512, _mm512_set1_epi64,
+        _mm512_setzero_si512, _mm512_srli_epi64, _mm512_storeu_si512, _mm512_sub_epi64,
+        _mm512_xor_si512, _mm_cvtsi128_si64,
     };
-
-    // Inclusive prefix sum of 8 lanes.
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn prefix(mut x: __m512i) -> __m512i {
-        let zero = _mm512_setzero_si512();
-        x = _mm512_add_epi64(x, _mm512_alignr_epi64::<7>(x, zero));
-        x = _mm512_add_epi64(x, _mm512_alignr_epi64::<6>(x, zero));
-        _mm512_add_epi64(x, _mm512_alignr_epi64::<4>(x, zero))
-    }
 
     let n = n / 8 * 8;
     if n == 0 {
         return 0;
     }
-    let last = _mm512_set1_epi64(7);
     let one = _mm512_set1_epi64(1);
     let zero = _mm512_setzero_si512();
     let mut carry = _mm512_set1_epi64(*prev as i64);
@@ -375,15 +399,7 @@ unsafe fn sums8_raw<const ORDER2: bool>(
             _mm512_srli_epi64::<1>(r),
             _mm512_sub_epi64(zero, _mm512_and_si512(r, one)),
         );
-        let d = if ORDER2 {
-            let deltas = _mm512_add_epi64(prefix(d), carry_delta);
-            carry_delta = _mm512_permutexvar_epi64(last, deltas);
-            deltas
-        } else {
-            d
-        };
-        let values = _mm512_add_epi64(prefix(d), carry);
-        carry = _mm512_permutexvar_epi64(last, values);
+        let values = sums8::<ORDER2>(d, &mut carry, &mut carry_delta);
         // SAFETY: as for the load, made before this store to the same bytes if they
         // are the same.
         unsafe { _mm512_storeu_si512(out.add(8 * i).cast::<__m512i>(), values) };
