@@ -10,8 +10,9 @@
 //! what turns them into a smaller chunk. All arithmetic wraps at the value's width, so
 //! every bit pattern (NaN payloads, -0.0, infinities, integers at their limits) comes back
 //! exactly. Each chunk picks order 1 (`x[i] - x[i-1]`) or order 2 (the difference of
-//! consecutive differences), whichever leaves fewer significant bits in all, and records
-//! it in its first byte, so every chunk decodes alone.
+//! consecutive differences), whichever leaves fewer significant bits in all (the packed
+//! form, below, whichever packs smaller), and records it in its first byte, so every
+//! chunk decodes alone.
 //!
 //! Values are integers of 1, 2, 4 or 8 bytes: floats of 16, 32 and 64 bits and every
 //! integer, date, time and timestamp type.
@@ -72,13 +73,17 @@
 //!          W-byte reference, the offsets bit-packed)
 //! ```
 //!
-//! For the f32 example above, order 2 again: the residuals `0x7F000000, 0x00800000`, then
-//! the second differences `0, 0xFFE00000`, read signed `0x80000000, 0x7FE00000`: reference
-//! `0x7FE00000`, offsets `0x200000, 0` at 22 bits, signed (`bitpack` header `0x96`):
+//! The packed form picks its order by its own size (the first residuals, then the
+//! others' width), not by the zigzag costs: bit-packing pays for the range of the
+//! differences, so a steady step (timestamps a second apart) packs its first differences
+//! in fewer bits than its second. For the f32 example above, order 1 takes 32 bits for
+//! `r[0] = 0x7F000000` and 3 x 22 for the differences `0x400000, 0x400000, 0x200000`
+//! (reference `0x200000`, offsets `0x200000, 0x200000, 0`), 98 bits; order 2 would take
+//! 64 + 2 x 22 = 108:
 //!
 //! ```text
-//! 22 | 00 00 00 7F | 00 00 80 00 | 96 | 00 00 E0 7F | 00 00 20 00 00 00
-//! order, packed  r[0]   r[1]       b    reference     offsets 0x200000, 0
+//! 21 | 00 00 00 7F | 16 | 00 00 20 00 | 00 00 20 00 00 08 00 00 00
+//! order, packed  r[0]  b   reference     offsets 0x200000, 0x200000, 0 at 22 bits
 //! ```
 //!
 //! (`tests::packed_worked_example`).
@@ -205,6 +210,49 @@ fn order_costs<W: Word>(values: &[u8]) -> [u64; 2] {
         prev_delta = delta;
     }
     cost
+}
+
+/// The order whose packed form is smaller: bit-packing pays for the range of the
+/// differences (their frame of reference), not for their distance from zero as the
+/// zigzag costs of [`order_costs`] do, so a series with a steady step (timestamps a second
+/// apart with jitter) packs its first differences in fewer bits than its second, whose
+/// zigzag codes are the smaller. Each order's cost is its first residuals' bytes and the
+/// others' width (read unsigned or signed, whichever is narrower, as
+/// [`bitpacked::frame`](super::bitpacked::frame) does); a tie keeps `preferred`.
+fn packed_order<W: Word>(values: &[u8], preferred: u8) -> u8 {
+    let bits = 8 * W::BYTES as u32;
+    let (m, flip) = (mask(bits), 1u64 << (bits - 1));
+    // Per order: (min, max) read unsigned, then read signed.
+    let mut range = [[(u64::MAX, 0u64); 2]; 2];
+    let (mut prev, mut prev_delta) = (0u64, 0u64);
+    for (i, value) in values.chunks_exact(W::BYTES).enumerate() {
+        let x = W::read(value);
+        let delta = x.wrapping_sub(prev) & m;
+        for (order, d) in [(1usize, delta), (2, delta.wrapping_sub(prev_delta) & m)] {
+            if i >= order {
+                for (r, v) in range[order - 1].iter_mut().zip([d, d ^ flip]) {
+                    *r = (r.0.min(v), r.1.max(v));
+                }
+            }
+        }
+        prev = x;
+        prev_delta = delta;
+    }
+    let n = values.len() / W::BYTES;
+    let cost = |order: usize| {
+        let packed = range[order - 1]
+            .iter()
+            .map(|&(lo, hi)| u64::from(crate::kernels::bitpack::bit_width(hi.saturating_sub(lo))))
+            .min()
+            .unwrap_or(0);
+        let rest = n.saturating_sub(order) as u64;
+        (order.min(n) * W::BYTES * 8) as u64 + packed * rest
+    };
+    match cost(1).cmp(&cost(2)) {
+        std::cmp::Ordering::Less => 1,
+        std::cmp::Ordering::Greater => 2,
+        std::cmp::Ordering::Equal => preferred,
+    }
 }
 
 /// Decodes binned residuals from the start of `input` into `out`, value after value,
@@ -566,9 +614,20 @@ impl MiniBlockCompressor for DeltaEncoder {
         self.shape.check_chunk(values)?;
         let width = self.shape.width;
         let a = self.analysis(values);
-        let (order, residuals) = (a.order, &a.residuals[..]);
         let start = out.len();
         if self.packed {
+            let order = by_width!(width, packed_order(values, a.order));
+            let own;
+            let residuals = if order == a.order {
+                &a.residuals[..]
+            } else {
+                own = {
+                    let mut own = vec![0; values.len()];
+                    by_width!(width, residuals(values, order, &mut own));
+                    own
+                };
+                &own[..]
+            };
             out.push(order | PACKED_BIT);
             let first = usize::from(order).min(values.len() / width);
             out.extend_from_slice(&residuals[..first * width]);
@@ -580,6 +639,7 @@ impl MiniBlockCompressor for DeltaEncoder {
             super::bitpacked::write_chunk(&differences, width, out);
             return Ok(ChunkStorage::Raw);
         }
+        let (order, residuals) = (a.order, &a.residuals[..]);
         if self.entropy_coded {
             // Byte streams or bins, whichever the estimates say is smaller: only it is
             // coded.
@@ -953,6 +1013,47 @@ mod tests {
     use super::*;
     use crate::encodings::xorshift;
 
+    /// The packed form takes the order that packs smaller: first differences for a steady
+    /// step with jitter (whose second differences have the smaller zigzag codes), second
+    /// differences for a smooth curve.
+    #[test]
+    fn packed_order_follows_the_packed_size() {
+        let mut x = 7u64;
+        let mut t = 1_700_000_000_000i64;
+        let steps: Vec<u8> = (0..512)
+            .flat_map(|_| {
+                t += 950 + (xorshift(&mut x) % 101).cast_signed();
+                t.to_le_bytes()
+            })
+            .collect();
+        let curve: Vec<u8> = (0..512i64)
+            .flat_map(|i| {
+                (1_000_000 + i * i * 3 + (xorshift(&mut x) % 4).cast_signed()).to_le_bytes()
+            })
+            .collect();
+        let message = DeltaEncoder::try_new(64)
+            .unwrap()
+            .bit_packed()
+            .array_encoding();
+        let decoder = crate::encodings::decompressor_for(&message, &[]).unwrap();
+        for (values, order, most_bits) in [(&steps, 1, 7), (&curve, 2, 4)] {
+            let mut chunk = Vec::new();
+            DeltaEncoder::try_new(64)
+                .unwrap()
+                .bit_packed()
+                .compress_chunk(values, &mut chunk, &mut Vec::new())
+                .unwrap();
+            assert_eq!(chunk[0], order | PACKED_BIT);
+            let first = usize::from(order);
+            let bits = chunk[1 + 8 * first] & 0x7F;
+            assert!(bits <= most_bits, "order {order}: {bits} bits");
+            assert_eq!(
+                decoder.decompress(&chunk, 512, ChunkStorage::Raw).unwrap(),
+                *values
+            );
+        }
+    }
+
     #[test]
     fn packed_worked_example() {
         let values: Vec<u8> = [1.0f32, 1.5, 2.0, 2.5]
@@ -967,7 +1068,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             chunk,
-            [0x22, 0, 0, 0, 0x7F, 0, 0, 0x80, 0, 0x96, 0, 0, 0xE0, 0x7F, 0, 0, 0x20, 0, 0, 0]
+            [0x21, 0, 0, 0, 0x7F, 0x16, 0, 0, 0x20, 0, 0, 0, 0x20, 0, 0, 0x08, 0, 0, 0]
         );
         let message = DeltaEncoder::try_new(32)
             .unwrap()
