@@ -50,3 +50,45 @@ pub fn real(width: usize, len: usize) -> (String, Vec<u8>) {
     };
     (name, tiled(&bytes, len))
 }
+
+/// Encoded pages, each with its chunk table.
+pub type Pages = Vec<(miniblock::page::EncodedPage, Vec<u8>)>;
+
+/// Decodes `pages` whole, one after another, into `out`.
+pub fn decode(pages: &Pages, out: &mut [u8], width: usize) {
+    let mut at = 0;
+    for (page, table) in pages {
+        let decoder = miniblock::PageDecoder::from_parts(
+            &page.encoding,
+            &page.buffer_slices(),
+            page.num_values,
+            table,
+            page.table_format(),
+            &page.data,
+        )
+        .unwrap();
+        let len = page.num_values as usize * width;
+        decoder
+            .decode_into(0..page.num_values as usize, &mut out[at..at + len], None)
+            .unwrap();
+        at += len;
+    }
+}
+
+/// Decodes a Parquet file of one fixed-width column into `out`.
+pub fn parquet_decompress(file: &bytes::Bytes, out: &mut [u8], width: usize) {
+    use arrow_array::Array;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file.clone())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut at = 0;
+    for batch in reader {
+        let data = batch.unwrap().column(0).to_data();
+        let values = &data.buffers()[0].as_slice()
+            [data.offset() * width..(data.offset() + data.len()) * width];
+        out[at..at + values.len()].copy_from_slice(values);
+        at += values.len();
+    }
+}

@@ -13,6 +13,8 @@
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
+mod common;
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,7 +22,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use miniblock::encodings::{EncoderOptions, Strategy};
 use miniblock::page::EncodedPage;
-use miniblock::{PageDecoder, PageEncoder};
+use miniblock::PageEncoder;
 
 const PAGE_BYTES: usize = 1 << 20;
 
@@ -41,8 +43,7 @@ fn files() -> Vec<PathBuf> {
     files
 }
 
-/// Encoded pages, each with its chunk table.
-type Pages = Vec<(EncodedPage, Vec<u8>)>;
+use common::{decode, parquet_decompress, Pages};
 
 /// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
 /// the fixed encodings it chooses from on floats.
@@ -68,26 +69,6 @@ fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {
         .chunks(PAGE_BYTES / width * width)
         .map(|page| encoder.encode_values(page, None).unwrap())
         .collect()
-}
-
-fn decode(pages: &[(EncodedPage, Vec<u8>)], out: &mut [u8], width: usize) {
-    let mut at = 0;
-    for (page, table) in pages {
-        let decoder = PageDecoder::from_parts(
-            &page.encoding,
-            &page.buffer_slices(),
-            page.num_values,
-            table,
-            page.table_format(),
-            &page.data,
-        )
-        .unwrap();
-        let len = page.num_values as usize * width;
-        decoder
-            .decode_into(0..page.num_values as usize, &mut out[at..at + len], None)
-            .unwrap();
-        at += len;
-    }
 }
 
 fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
@@ -119,24 +100,6 @@ fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     out
-}
-
-/// Decodes a Parquet file of one float column into `out`.
-fn parquet_decompress(file: &bytes::Bytes, out: &mut [u8], width: usize) {
-    use arrow_array::Array;
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file.clone())
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut at = 0;
-    for batch in reader {
-        let data = batch.unwrap().column(0).to_data();
-        let values = &data.buffers()[0].as_slice()
-            [data.offset() * width..(data.offset() + data.len()) * width];
-        out[at..at + values.len()].copy_from_slice(values);
-        at += values.len();
-    }
 }
 
 fn pco_compress<T: pco::data_types::Number>(values: &[T]) -> Vec<u8> {

@@ -11,6 +11,8 @@
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
+mod common;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,13 +20,11 @@ use std::time::Duration;
 use arrow_array::{Array, ArrayRef, Int32Array, Int64Array, RecordBatch};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use miniblock::encodings::{EncoderOptions, Strategy};
-use miniblock::page::EncodedPage;
-use miniblock::{PageDecoder, PageEncoder};
+use miniblock::PageEncoder;
 
 const PAGE_BYTES: usize = 1 << 20;
 const VALUES: usize = 1 << 22;
-/// Encoded pages, each with its chunk table.
-type Pages = Vec<(EncodedPage, Vec<u8>)>;
+use common::{decode, parquet_decompress, Pages};
 
 const STRATEGIES: [&str; 4] = ["delta", "bitpack", "delta+ans", "auto"];
 
@@ -70,26 +70,6 @@ fn encode(bytes: &[u8], width: usize, strategy: &str) -> Pages {
         .collect()
 }
 
-fn decode(pages: &[(EncodedPage, Vec<u8>)], out: &mut [u8], width: usize) {
-    let mut at = 0;
-    for (page, table) in pages {
-        let decoder = PageDecoder::from_parts(
-            &page.encoding,
-            &page.buffer_slices(),
-            page.num_values,
-            table,
-            page.table_format(),
-            &page.data,
-        )
-        .unwrap();
-        let len = page.num_values as usize * width;
-        decoder
-            .decode_into(0..page.num_values as usize, &mut out[at..at + len], None)
-            .unwrap();
-        at += len;
-    }
-}
-
 fn parquet_compress(array: ArrayRef) -> bytes::Bytes {
     use parquet::arrow::ArrowWriter;
     use parquet::basic::{Compression, Encoding};
@@ -105,23 +85,6 @@ fn parquet_compress(array: ArrayRef) -> bytes::Bytes {
     writer.write(&batch).unwrap();
     writer.close().unwrap();
     out.into()
-}
-
-/// Decodes a Parquet file of one integer column into `out`.
-fn parquet_decompress(file: &bytes::Bytes, out: &mut [u8], width: usize) {
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file.clone())
-        .unwrap()
-        .build()
-        .unwrap();
-    let mut at = 0;
-    for batch in reader {
-        let data = batch.unwrap().column(0).to_data();
-        let values = &data.buffers()[0].as_slice()
-            [data.offset() * width..(data.offset() + data.len()) * width];
-        out[at..at + values.len()].copy_from_slice(values);
-        at += values.len();
-    }
 }
 
 fn bench_column<T: pco::data_types::Number>(
