@@ -264,10 +264,10 @@ impl BitpackDecompressor {
         self.check_widest(&frame, n, widest)
     }
 
-    /// Writes a chunk of `n` values of 4 or 8 bytes into `out` (at least `n` values) with
-    /// the vector kernel, summed per `then` (`delta`'s differences); every field is
-    /// checked. Returns `false`, writing nothing, where the kernel does not run (another
-    /// width, or a CPU without it): the caller then goes through [`Self::unpack`].
+    /// Writes a chunk of `n` values into `out` (at least `n` values) with the vector
+    /// kernel, summed per `then` (`delta`'s differences); every field is checked. Returns
+    /// `false`, writing nothing, where the kernel does not run (a CPU without it): the
+    /// caller then goes through [`Self::unpack`].
     pub(crate) fn unpack_into(
         &self,
         chunk: &[u8],
@@ -275,7 +275,7 @@ impl BitpackDecompressor {
         then: unpack::Then,
         out: &mut [u8],
     ) -> Result<bool> {
-        if !matches!(self.width, 4 | 8) || !unpack::has_kernel() {
+        if !unpack::has_kernel() {
             return Ok(false);
         }
         let frame = self.parse(chunk, n)?;
@@ -433,7 +433,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for width in [4usize, 8] {
+        for width in [1usize, 2, 4, 8] {
             let decoder = BitpackDecompressor::new(8 * width as u64).unwrap();
             for span_bits in 0..=8 * width as u32 {
                 let n = [1usize, 17, 100, 512][span_bits as usize % 4];

@@ -31,6 +31,7 @@ use super::{
     MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
+use crate::kernels::unpack;
 use crate::proto::encodings::{array_encoding, buffer, ArrayEncoding, Buffer, Dictionary, Flat};
 
 /// Most items a dictionary with 16-bit indices holds; larger ones have 32-bit indices.
@@ -544,6 +545,18 @@ impl MiniBlockDecompressor for DictionaryDecompressor {
                         "dictionary chunk is marked compressed but its indices have no compression",
                     ));
                 }
+                let unpacked = INDICES.with_borrow_mut(|indices| {
+                    indices.clear();
+                    indices.resize(super::checked_len(num_values, self.index_width)?, 0);
+                    if packed.unpack_into(chunk, num_values, unpack::Then::Store, indices)? {
+                        self.look_up_all(indices, out)?;
+                        return Ok(true);
+                    }
+                    Ok::<_, Error>(false)
+                })?;
+                if unpacked {
+                    return Ok(());
+                }
                 let mut at = 0;
                 let mut result = Ok(());
                 packed.unpack(chunk, num_values, |indices| {
@@ -562,24 +575,32 @@ impl MiniBlockDecompressor for DictionaryDecompressor {
                 indices.clear();
                 indices.resize(super::checked_len(num_values, iw)?, 0);
                 decoder.decompress_into(chunk, num_values, storage, indices, scratch)?;
-                // Fixed-width reads for the widths dictionaries write (a loop of loads,
-                // where the general read is a byte loop per index).
-                match iw {
-                    2 => self.look_up(
-                        indices
-                            .chunks_exact(2)
-                            .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
-                        out,
-                    ),
-                    4 => self.look_up(
-                        indices
-                            .chunks_exact(4)
-                            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-                        out,
-                    ),
-                    _ => self.look_up(indices.chunks_exact(iw).map(read), out),
-                }
+                self.look_up_all(indices, out)
             }),
+        }
+    }
+}
+
+impl DictionaryDecompressor {
+    /// Looks up every index of `indices` (little-endian, `index_width` bytes each).
+    fn look_up_all(&self, indices: &[u8], out: &mut [u8]) -> Result<()> {
+        // Fixed-width reads for the widths dictionaries write (a loop of loads, where the
+        // general read is a byte loop per index).
+        match self.index_width {
+            1 => self.look_up(indices.iter().map(|&b| u64::from(b)), out),
+            2 => self.look_up(
+                indices
+                    .chunks_exact(2)
+                    .map(|b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
+                out,
+            ),
+            4 => self.look_up(
+                indices
+                    .chunks_exact(4)
+                    .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+                out,
+            ),
+            iw => self.look_up(indices.chunks_exact(iw).map(read), out),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Bit-packed offsets back to integers of 4 or 8 bytes, a vector at a time (x86_64
+//! Bit-packed offsets back to integers of 1 to 8 bytes, a vector at a time (x86_64
 //! AVX-512 VBMI): the vector form of [`bitpack::unpack`](super::bitpack::unpack) with the
 //! frame of reference of `encodings::bitpacked` applied in the same registers, and for
 //! `delta` the running sums of the differences too.
@@ -39,7 +39,7 @@ pub(crate) enum Then {
     Sum { order2: bool, prev: u64, delta: u64 },
 }
 
-/// Writes `n` values of `width` bytes (4 or 8, little-endian) into `out`, value `i` being
+/// Writes `n` values of `width` bytes (1, 2, 4 or 8, little-endian) into `out`, value `i` being
 /// `(reference + offset_i) ^ flip` (then summed, per `then`), where `offset_i` is the
 /// `i`-th of the `bits`-bit offsets packed in `packed` (exactly
 /// [`packed_len`](super::bitpack::packed_len) bytes); returns the widest offset, or `None`
@@ -56,7 +56,7 @@ pub(crate) fn unpack(
     then: Then,
     out: &mut [u8],
 ) -> Option<u64> {
-    let fits = matches!(width, 4 | 8)
+    let fits = matches!(width, 1 | 2 | 4 | 8)
         && usize::from(bits) <= 8 * width
         && packed.len() == packed_len(n, bits)
         && n.checked_mul(width).is_some_and(|len| len <= out.len());
@@ -85,9 +85,15 @@ pub(crate) fn unpack(
         // holds `n` values, all checked just above.
         unsafe {
             Some(match (width, order) {
-                (4, 0) => unpack4::<0>(packed, n, &frame, out),
-                (4, 1) => unpack4::<1>(packed, n, &frame, out),
-                (4, _) => unpack4::<2>(packed, n, &frame, out),
+                (1, 0) => unpack32::<0, 1>(packed, n, &frame, out),
+                (1, 1) => unpack32::<1, 1>(packed, n, &frame, out),
+                (1, _) => unpack32::<2, 1>(packed, n, &frame, out),
+                (2, 0) => unpack32::<0, 2>(packed, n, &frame, out),
+                (2, 1) => unpack32::<1, 2>(packed, n, &frame, out),
+                (2, _) => unpack32::<2, 2>(packed, n, &frame, out),
+                (4, 0) => unpack32::<0, 4>(packed, n, &frame, out),
+                (4, 1) => unpack32::<1, 4>(packed, n, &frame, out),
+                (4, _) => unpack32::<2, 4>(packed, n, &frame, out),
                 (_, 0) => unpack8::<0>(packed, n, &frame, out),
                 (_, 1) => unpack8::<1>(packed, n, &frame, out),
                 _ => unpack8::<2>(packed, n, &frame, out),
@@ -150,13 +156,15 @@ fn first(count: usize) -> u64 {
     }
 }
 
-/// [`unpack`] of 4-byte values: groups of sixteen, in 32-bit lanes for offsets of up to
-/// 25 bits, else as two groups of eight in 64-bit lanes cut to 32 bits. `ORDER` 0 stores
-/// the values, 1 and 2 their running sums.
+/// [`unpack`] of values of `W` (1, 2 or 4) bytes: groups of sixteen, in 32-bit lanes for
+/// offsets of up to 25 bits, else as two groups of eight in 64-bit lanes cut to 32 bits;
+/// 1- and 2-byte values are the lanes cut to their width as they are stored (wrapping
+/// sums cut to a width are the sums at that width). `ORDER` 0 stores the values, 1 and
+/// 2 their running sums.
 ///
 /// # Safety
 /// The CPU must have AVX-512F, BW and VBMI; `packed` holds exactly the offsets of `n`
-/// values at `frame.bits` (at most 32) bits, and `out` at least `4 * n` bytes.
+/// values at `frame.bits` (at most `8 * W`) bits, and `out` at least `W * n` bytes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[allow(
@@ -164,10 +172,16 @@ fn first(count: usize) -> u64 {
     clippy::cast_possible_truncation,
     clippy::cast_possible_wrap
 )]
-unsafe fn unpack4<const ORDER: u8>(packed: &[u8], n: usize, frame: &Frame, out: &mut [u8]) -> u64 {
+unsafe fn unpack32<const ORDER: u8, const W: usize>(
+    packed: &[u8],
+    n: usize,
+    frame: &Frame,
+    out: &mut [u8],
+) -> u64 {
     use super::sums::sums16;
     use core::arch::x86_64::{
-        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_loadu_si512, _mm512_mask_max_epu32,
+        __m512i, _mm512_add_epi32, _mm512_and_si512, _mm512_loadu_si512,
+        _mm512_mask_cvtepi32_storeu_epi16, _mm512_mask_cvtepi32_storeu_epi8, _mm512_mask_max_epu32,
         _mm512_mask_storeu_epi32, _mm512_maskz_loadu_epi8, _mm512_permutex2var_epi32,
         _mm512_permutexvar_epi8, _mm512_reduce_max_epu32, _mm512_set1_epi32, _mm512_set1_epi64,
         _mm512_set_epi32, _mm512_setzero_si512, _mm512_srlv_epi32, _mm512_srlv_epi64,
@@ -232,10 +246,15 @@ unsafe fn unpack4<const ORDER: u8>(packed: &[u8], n: usize, frame: &Frame, out: 
             1 => sums16::<false>(values, &mut carry, &mut carry_delta),
             _ => sums16::<true>(values, &mut carry, &mut carry_delta),
         };
-        // SAFETY: the mask's lanes are values `i..i + count`, `4 * (i + count) <= 4 * n
+        // SAFETY: the mask's lanes are values `i..i + count`, `W * (i + count) <= W * n
         // <= out.len()` bytes.
         unsafe {
-            _mm512_mask_storeu_epi32(out.as_mut_ptr().add(4 * i).cast(), lanes, values);
+            let at = out.as_mut_ptr().add(W * i);
+            match W {
+                1 => _mm512_mask_cvtepi32_storeu_epi8(at.cast(), lanes, values),
+                2 => _mm512_mask_cvtepi32_storeu_epi16(at.cast(), lanes, values),
+                _ => _mm512_mask_storeu_epi32(at.cast(), lanes, values),
+            }
         }
         i += count;
     }
@@ -243,7 +262,7 @@ unsafe fn unpack4<const ORDER: u8>(packed: &[u8], n: usize, frame: &Frame, out: 
 }
 
 /// [`unpack`] of 8-byte values: groups of eight in 64-bit lanes. `ORDER` as for
-/// [`unpack4`].
+/// [`unpack32`].
 ///
 /// # Safety
 /// The CPU must have AVX-512F, BW and VBMI; `packed` holds exactly the offsets of `n`
@@ -292,7 +311,7 @@ unsafe fn unpack8<const ORDER: u8>(packed: &[u8], n: usize, frame: &Frame, out: 
         let start = (i / 8) * bytes;
         let load = first(packed.len().saturating_sub(start));
         // SAFETY: only the mask's bytes are read, all within `packed`; the pointer is
-        // within the slice or one past it (as in `unpack4`).
+        // within the slice or one past it (as in `unpack32`).
         let window = unsafe {
             _mm512_maskz_loadu_epi8(load, packed.as_ptr().add(start.min(packed.len())).cast())
         };
@@ -382,7 +401,7 @@ mod tests {
             return;
         }
         let mut x = 0x2545_F491_4F6C_DD1Du64;
-        for width in [4usize, 8] {
+        for width in [1usize, 2, 4, 8] {
             for bits in 0..=(8 * width) as u8 {
                 let mask = if bits == 64 {
                     u64::MAX
@@ -431,7 +450,7 @@ mod tests {
         let run = |packed: &[u8], n, bits, width, out: &mut [u8]| {
             unpack(packed, n, bits, width, 0, 0, Then::Store, out)
         };
-        assert_eq!(run(&packed, 100, 7, 2, &mut out), None);
+        assert_eq!(run(&packed, 100, 7, 3, &mut out), None);
         assert_eq!(run(&packed, 100, 33, 4, &mut out), None);
         assert_eq!(run(&packed[1..], 100, 7, 4, &mut out), None);
         assert_eq!(run(&packed, 100, 7, 4, &mut out[..399]), None);
