@@ -19,7 +19,9 @@
 //! Other pieces live here: `bitpack`, the bit-packing kernels; `crc`, the CRC-32C of
 //! chunks, pages and footers (folded by carry-less multiplies, PCLMULQDQ or AVX-512
 //! VPCLMULQDQ); `unbin`, which rebuilds the entropy coder's binned integers eight at a
-//! time (AVX2 or AVX-512 VBMI); `sums`,
+//! time (AVX2 or AVX-512 VBMI); `unpack`, which unpacks bit-packed offsets a vector at
+//! a time with their frame of reference and, for `delta`, their running sums (AVX-512
+//! VBMI); `sums`,
 //! the running sums that undo `delta`'s differences a vector at a time (AVX-512F); `tans`,
 //! which decodes up to sixteen chunks' tANS streams side by side (AVX-512F); and
 //! [`with_bmi2`],
