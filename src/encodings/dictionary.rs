@@ -545,17 +545,21 @@ impl MiniBlockDecompressor for DictionaryDecompressor {
                         "dictionary chunk is marked compressed but its indices have no compression",
                     ));
                 }
-                let unpacked = INDICES.with_borrow_mut(|indices| {
-                    indices.clear();
-                    indices.resize(super::checked_len(num_values, self.index_width)?, 0);
-                    if packed.unpack_into(chunk, num_values, unpack::Then::Store, indices)? {
-                        self.look_up_all(indices, out)?;
-                        return Ok(true);
+                // With the vector kernel, the indices go to the thread's buffer and are
+                // looked up in one pass; without it, a block at a time.
+                if unpack::has_kernel() {
+                    let unpacked = INDICES.with_borrow_mut(|indices| {
+                        indices.clear();
+                        indices.resize(super::checked_len(num_values, self.index_width)?, 0);
+                        if packed.unpack_into(chunk, num_values, unpack::Then::Store, indices)? {
+                            self.look_up_all(indices, out)?;
+                            return Ok(true);
+                        }
+                        Ok::<_, Error>(false)
+                    })?;
+                    if unpacked {
+                        return Ok(());
                     }
-                    Ok::<_, Error>(false)
-                })?;
-                if unpacked {
-                    return Ok(());
                 }
                 let mut at = 0;
                 let mut result = Ok(());
