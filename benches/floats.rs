@@ -8,7 +8,7 @@
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
 //! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta`,
-//! `delta+zstd`, `bss+zstd`, `dict+zstd`, `bitpack`, `dict`, `pco`, `parquet`). A page's
+//! `delta+zstd`, `delta+lz4`, `bss+lz4`, `bss+zstd`, `dict+zstd`, `bitpack`, `dict`, `pco`, `parquet`). A page's
 //! size counts its chunk table, its encoding message and its page buffers.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
@@ -47,7 +47,7 @@ use common::{decode, parquet_decompress, Pages};
 
 /// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
 /// the fixed encodings it chooses from on floats.
-const STRATEGIES: [&str; 12] = [
+const STRATEGIES: [&str; 14] = [
     "auto:0",
     "auto",
     "alp+ans",
@@ -56,6 +56,8 @@ const STRATEGIES: [&str; 12] = [
     "delta+ans",
     "delta",
     "delta+zstd",
+    "delta+lz4",
+    "bss+lz4",
     "bss+zstd",
     "dict+zstd",
     "bitpack",

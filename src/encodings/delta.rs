@@ -121,9 +121,9 @@ const PACKED_BIT: u8 = 0x20;
 /// Smallest entropy-coded chunk: the order byte and a constant bin stream.
 const MIN_CODED_BYTES: usize = 3;
 
-/// Chunks of a page sampled for its entropy tables (a quarter of a 1 MiB page of 4 KiB
+/// Chunks of a page sampled for its entropy tables (every chunk of a 1 MiB page of 4 KiB
 /// chunks; see `alp`'s).
-const TABLE_SAMPLE_CHUNKS: usize = 64;
+const TABLE_SAMPLE_CHUNKS: usize = 256;
 
 /// Whether the delta encoding takes values of `width` bytes.
 pub fn supports_width(width: usize) -> bool {

@@ -33,11 +33,16 @@
 //! the stream's share of its chunk or under a byte for every 200 of its symbols, every
 //! stream of a chunk alike.
 //!
-//! A page may also carry **page tables** (in its encoding message, [`PageTables`]): one
+//! A page may also carry **page tables** (in its encoding message, [`PageTables`]): a
 //! table per kind of stream, built from the page's own streams, so that a chunk's stream
 //! names a table instead of carrying one. On 4 KiB chunks a table is a large part of a
 //! stream's bytes (a fifth of them on hourly weather series), and a page table is
-//! written once, built from more data, and turned into its decoding form once per page.
+//! written once, built from more data, and turned into its decoding form once per page,
+//! where a table of a chunk's own is built by every decoder of that chunk. Where a kind's
+//! streams are unlike (a grid's rows over land and over sea), up to four tables are made
+//! for it, each fitted to the streams nearest it (k-means over their histograms), while
+//! that makes the page smaller by estimate: a chunk's stream takes the page table that
+//! codes it smallest, or a table of its own when that is smaller still.
 //!
 //! ```text
 //!   shared   byte  3 (the mode; 5 for 4 lanes)
@@ -750,9 +755,11 @@ pub type KindHistogram = (usize, Histogram);
 
 impl PageTables {
     /// Tables for the kinds of stream in `streams` (histograms of a sample of a page's
-    /// streams, each standing for `scale` streams of the page): a table per kind of two
-    /// or more symbols, kept when the streams that would use it save more bytes than it
-    /// takes, at most [`MAX_PAGE_TABLES`]; a state for every eight counted bytes, up to
+    /// streams, each standing for `scale` streams of the page), at most
+    /// [`MAX_PAGE_TABLES`]: first a table per kind of two or more symbols, kept when the
+    /// streams that would use it save more bytes than it takes; then, kind by kind while
+    /// tables are left, further tables for the streams of a kind that a table of their own
+    /// still codes smaller (see [`cluster`]); a state for every eight counted bytes, up to
     /// [`MAX_TABLE_LOG`]. (Every decoder builds a page's tables before its first chunk,
     /// a step per state: on small pages, finer tables cost a good part of the decoding
     /// time and code their symbols no better.)
@@ -760,44 +767,58 @@ impl PageTables {
         let mut kinds: Vec<usize> = streams.iter().map(|&(kind, _)| kind).collect();
         kinds.sort_unstable();
         kinds.dedup();
-        let mut tables = Vec::new();
+        // Per kind, its streams of two or more symbols and their cost with a table of
+        // their own (or raw), and its tables so far.
+        let mut per_kind: Vec<(Vec<Member>, Vec<Built>)> = Vec::new();
+        let mut count = 0;
         for kind in kinds {
-            let mut counts = [0u32; 256];
-            for (_, h) in streams.iter().filter(|(k, _)| *k == kind) {
-                for (c, &x) in counts.iter_mut().zip(h) {
-                    *c = c.saturating_add(x);
-                }
+            if count == MAX_PAGE_TABLES {
+                break;
             }
-            let k = counts.iter().filter(|&&c| c > 0).count();
-            let n: usize = counts.iter().map(|&c| c as usize).sum();
-            if k < 2 {
-                continue;
-            }
-            let log = (n / 8)
-                .max(1)
-                .ilog2()
-                .clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
-                .max((2 * k).next_power_of_two().trailing_zeros())
-                .min(MAX_TABLE_LOG);
-            let norm = normalize(&counts, n, log);
-            let coder = Coder::new(norm.clone(), log).with_costs();
-            // What each stream of the kind would save against its best alternative (its
-            // own table, or raw).
-            let saved: f64 = streams
+            let members: Vec<Member> = streams
                 .iter()
                 .filter(|(k, _)| *k == kind)
                 .map(|(_, h)| Present::of(h))
                 .filter(|present| present.len() >= 2)
-                .map(|p| f64::from((own_estimate(&p) - 4.0 - coder.estimate(&p)).max(0.0)))
-                .sum();
-            if saved * scale > page_table_len(&norm) as f64 {
-                tables.push((norm, log));
+                .map(|present| Member {
+                    own: f64::from(own_estimate(&present)),
+                    present,
+                })
+                .collect();
+            let all: Vec<usize> = (0..members.len()).collect();
+            let Some(table) = Built::from(&members, &all) else {
+                continue;
+            };
+            // One table for the kind, or when that does not pay (its streams too unlike
+            // for one table to code them all well), two.
+            let mut tables = vec![table];
+            let none = cost(&members, &[], scale);
+            if cost(&members, &tables, scale) >= none && count + 2 <= MAX_PAGE_TABLES {
+                if let Some(two) = cluster(&members, &tables, scale) {
+                    tables = two;
+                }
             }
-            if tables.len() == MAX_PAGE_TABLES {
-                break;
+            if cost(&members, &tables, scale) < none {
+                count += tables.len();
+                per_kind.push((members, tables));
             }
         }
-        Self::for_encoding(tables)
+        for (members, tables) in &mut per_kind {
+            while count < MAX_PAGE_TABLES && tables.len() < MAX_TABLES_PER_KIND {
+                let Some(better) = cluster(members, tables, scale) else {
+                    break;
+                };
+                count += better.len() - tables.len();
+                *tables = better;
+            }
+        }
+        Self::for_encoding(
+            per_kind
+                .into_iter()
+                .flat_map(|(_, tables)| tables)
+                .map(|t| (t.norm, t.log))
+                .collect(),
+        )
     }
 
     fn for_encoding(norms: Vec<(Vec<(u8, u32)>, u32)>) -> Self {
@@ -863,6 +884,149 @@ impl PageTables {
             norms: tables,
             coders: Vec::new(),
         })
+    }
+}
+
+/// Most page tables built for one kind of stream: the streams of a kind that no table
+/// codes well enough are coded with tables of their own, which each chunk's decoder
+/// builds; a page table is built once a page.
+const MAX_TABLES_PER_KIND: usize = 4;
+
+/// A sampled stream of one kind: its symbol counts, and its estimated bytes with a table
+/// of its own (or raw).
+struct Member<'a> {
+    present: Present<'a>,
+    own: f64,
+}
+
+/// A page table in the making.
+struct Built {
+    norm: Vec<(u8, u32)>,
+    log: u32,
+    coder: Coder,
+}
+
+impl Built {
+    /// The table for the summed counts of `members[i]` for each `i` of `chosen`: a state
+    /// for every eight counted bytes, at least two for each symbol; `None` for fewer than
+    /// two symbols.
+    fn from(members: &[Member], chosen: &[usize]) -> Option<Self> {
+        let mut counts = [0u32; 256];
+        for &i in chosen {
+            for (c, &x) in counts.iter_mut().zip(members[i].present.counts) {
+                *c = c.saturating_add(x);
+            }
+        }
+        let k = counts.iter().filter(|&&c| c > 0).count();
+        let n: usize = counts.iter().map(|&c| c as usize).sum();
+        if k < 2 {
+            return None;
+        }
+        let log = (n / 8)
+            .max(1)
+            .ilog2()
+            .clamp(MIN_TABLE_LOG, MAX_TABLE_LOG)
+            .max((2 * k).next_power_of_two().trailing_zeros())
+            .min(MAX_TABLE_LOG);
+        let norm = normalize(&counts, n, log);
+        let coder = Coder::new(norm.clone(), log).with_costs();
+        Some(Self { norm, log, coder })
+    }
+}
+
+/// The table of `tables` that codes `member` smallest and its estimated bytes (with a
+/// stream's 4 bytes of mode, table and length); `(None, infinity)` without tables.
+fn best_shared(member: &Member, tables: &[Built]) -> (Option<usize>, f64) {
+    tables
+        .iter()
+        .enumerate()
+        .map(|(t, table)| {
+            (
+                Some(t),
+                4.0 + f64::from(table.coder.estimate(&member.present)),
+            )
+        })
+        .fold((None, f64::INFINITY), |best, next| {
+            if next.1 < best.1 {
+                next
+            } else {
+                best
+            }
+        })
+}
+
+/// [`best_shared`], or `None` and its cost with a table of its own when that is smaller.
+fn best_table(member: &Member, tables: &[Built]) -> (Option<usize>, f64) {
+    let shared = best_shared(member, tables);
+    if shared.1 < member.own {
+        shared
+    } else {
+        (None, member.own)
+    }
+}
+
+/// Estimated bytes of a page's streams of one kind with `tables` (each sampled stream
+/// standing for `scale`), the tables' own bytes included.
+fn cost(members: &[Member], tables: &[Built], scale: f64) -> f64 {
+    let streams: f64 = members.iter().map(|m| best_table(m, tables).1).sum();
+    let carried: usize = tables.iter().map(|t| page_table_len(&t.norm)).sum();
+    streams * scale + carried as f64
+}
+
+/// Rounds of refitting in [`cluster`].
+const REFITS: usize = 2;
+
+/// One more table for a kind, or `None` when that would not make the kind's page
+/// smaller: seeded with the half of the streams that a table of their own codes smaller
+/// than any of `tables` by the most, then every table rebuilt from the streams it codes
+/// smallest, twice (k-means over histograms), so that each table fits the streams
+/// nearest it.
+fn cluster(members: &[Member], tables: &[Built], scale: f64) -> Option<Vec<Built>> {
+    let mut outliers: Vec<(usize, f64)> = members
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| best_table(m, tables).0.is_none())
+        .map(|(i, m)| (i, best_shared(m, tables).1 - m.own))
+        .collect();
+    if outliers.len() < 2 {
+        return None;
+    }
+    outliers.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let seed: Vec<usize> = outliers[..outliers.len().div_ceil(2)]
+        .iter()
+        .map(|&(i, _)| i)
+        .collect();
+    let mut trial: Vec<Built> = tables.iter().map(Built::clone_of).collect();
+    trial.push(Built::from(members, &seed)?);
+    for _ in 0..REFITS {
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); trial.len()];
+        for (i, member) in members.iter().enumerate() {
+            if let (Some(t), _) = best_shared(member, &trial) {
+                users[t].push(i);
+            }
+        }
+        let refit: Vec<Built> = users
+            .iter()
+            .zip(&trial)
+            .filter(|(users, _)| !users.is_empty())
+            .map(|(users, table)| Built::from(members, users).unwrap_or_else(|| table.clone_of()))
+            .collect();
+        if refit.is_empty() || cost(members, &refit, scale) > cost(members, &trial, scale) {
+            break;
+        }
+        trial = refit;
+    }
+    (trial.len() > tables.len() && cost(members, &trial, scale) < cost(members, tables, scale))
+        .then_some(trial)
+}
+
+impl Built {
+    fn clone_of(&self) -> Self {
+        Self {
+            norm: self.norm.clone(),
+            log: self.log,
+            coder: self.coder.clone(),
+        }
     }
 }
 
@@ -2055,6 +2219,94 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Streams of one kind drawn from two unlike distributions (a page whose chunks
+    /// differ, as a grid's rows over land and sea do): a second table for the kind, each
+    /// stream coded with a page table rather than one of its own, and the page smaller
+    /// than with one table; a kind whose streams are alike keeps one; never more than
+    /// [`MAX_TABLES_PER_KIND`] a kind or [`MAX_PAGE_TABLES`] in all.
+    #[test]
+    fn unlike_streams_of_a_kind_get_tables_of_their_own() {
+        let mut x = 11u64;
+        let mut draw = |n: usize, alphabet: &[u8]| -> Vec<u8> {
+            (0..n)
+                .map(|_| alphabet[(xorshift(&mut x) % alphabet.len() as u64) as usize])
+                .collect()
+        };
+        let calm = [3u8, 3, 3, 3, 3, 3, 4, 4, 2, 2, 5, 1];
+        let rough = [3u8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 1, 2, 4, 5];
+        let streams: Vec<Vec<u8>> = (0..32)
+            .map(|i| draw(1024, if i % 3 == 0 { &rough } else { &calm }))
+            .collect();
+        let histograms: Vec<KindHistogram> = streams
+            .iter()
+            .map(|s| {
+                let mut h = [0u32; 256];
+                count(s, &mut h);
+                (0, h)
+            })
+            .collect();
+        let tables = PageTables::from_streams(&histograms, 4.0);
+        assert_eq!(tables.len(), 2);
+        let members: Vec<Member> = histograms
+            .iter()
+            .map(|(_, h)| {
+                let present = Present::of(h);
+                Member {
+                    own: f64::from(own_estimate(&present)),
+                    present,
+                }
+            })
+            .collect();
+        let all: Vec<usize> = (0..members.len()).collect();
+        let one = [Built::from(&members, &all).unwrap()];
+        let two: Vec<Built> = tables
+            .norms
+            .iter()
+            .map(|(norm, log)| Built {
+                norm: norm.clone(),
+                log: *log,
+                coder: Coder::new(norm.clone(), *log).with_costs(),
+            })
+            .collect();
+        assert!(cost(&members, &two, 4.0) < cost(&members, &one, 4.0));
+        let parsed = PageTables::parse(&tables.to_bytes()).unwrap();
+        for stream in &streams {
+            let mut coded = Vec::new();
+            encode(stream, &tables, &mut coded).unwrap();
+            assert!(matches!(coded[0], MODE_SHARED | MODE_SHARED4));
+            let mut back = vec![0; stream.len()];
+            decode(&coded, &mut back, &parsed).unwrap();
+            assert_eq!(&back, stream);
+        }
+        // Alike streams: one table.
+        let alike: Vec<KindHistogram> = histograms
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 != 0)
+            .map(|(_, h)| *h)
+            .collect();
+        assert_eq!(PageTables::from_streams(&alike, 4.0).len(), 1);
+        // Six kinds of streams, each of three unlike sorts (calm, rough, and rough on
+        // other symbols): more tables than a page holds would pay.
+        let mut many: Vec<KindHistogram> = Vec::new();
+        let other: Vec<u8> = rough.iter().map(|s| s + 40).collect();
+        for kind in 0..6 {
+            for i in 0..24 {
+                let alphabet = [&calm[..], &rough[..], &other[..]][i % 3];
+                let mut h = [0u32; 256];
+                count(&draw(1024, alphabet), &mut h);
+                many.push((kind, h));
+            }
+        }
+        let tables = PageTables::from_streams(&many, 8.0);
+        assert!(
+            (12..=MAX_PAGE_TABLES).contains(&tables.len()),
+            "{}",
+            tables.len()
+        );
+        PageTables::parse(&tables.to_bytes()).unwrap();
     }
 
     /// The README's page tables: two tables, counts in 5 bits, symbols listed.
