@@ -111,6 +111,14 @@ pub(crate) fn decode4(cursors: &mut [Cursor], from: usize, to: usize) -> usize {
     }
 }
 
+/// One vector's worth of 64-bit lanes, aligned as a vector is: the kernel's per-stream
+/// values (offsets, masks, positions, states) go between memory and registers through
+/// these. With the arrays only 8-aligned, a release test build once loaded one of them
+/// with an aligned vector load from a stack slot 8 bytes off, and faulted.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Lanes([i64; PER_VECTOR]);
+
 /// [`decode4`]'s loop over `SETS` vectors of eight streams.
 ///
 /// # Safety
@@ -128,9 +136,9 @@ unsafe fn decode4_avx512<const SETS: usize>(
     use core::arch::x86_64::{
         __m512i, _mm512_add_epi64, _mm512_and_si512, _mm512_cmpgt_epu64_mask,
         _mm512_cvtepi64_epi32, _mm512_cvtepu32_epi64, _mm512_i64gather_epi32,
-        _mm512_i64gather_epi64, _mm512_loadu_si512, _mm512_mask_i64scatter_epi32,
+        _mm512_i64gather_epi64, _mm512_load_si512, _mm512_mask_i64scatter_epi32,
         _mm512_mask_i64scatter_epi64, _mm512_or_si512, _mm512_set1_epi64, _mm512_slli_epi64,
-        _mm512_sllv_epi64, _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_storeu_si512,
+        _mm512_sllv_epi64, _mm512_srli_epi64, _mm512_srlv_epi64, _mm512_store_si512,
         _mm512_sub_epi64,
     };
 
@@ -148,15 +156,15 @@ unsafe fn decode4_avx512<const SETS: usize>(
     // Byte offsets from stream 0's output, table and bits: each gather and scatter
     // addresses its streams from one base.
     let out_base = cursors[0].out.as_mut_ptr();
-    let out_at: [[i64; PER_VECTOR]; SETS] = std::array::from_fn(|s| {
-        std::array::from_fn(|k| {
+    let out_at: [Lanes; SETS] = std::array::from_fn(|s| {
+        Lanes(std::array::from_fn(|k| {
             (cursors[pick(s, k)].out.as_mut_ptr() as i64).wrapping_sub(out_base as i64)
-        })
+        }))
     });
     let table_base = cursors[0].table.as_ptr().cast::<u8>();
     let bits_base = cursors[0].bits.as_ptr();
-    let per = |f: &dyn Fn(&Cursor) -> i64| -> [[i64; PER_VECTOR]; SETS] {
-        std::array::from_fn(|s| std::array::from_fn(|k| f(&cursors[pick(s, k)])))
+    let per = |f: &dyn Fn(&Cursor) -> i64| -> [Lanes; SETS] {
+        std::array::from_fn(|s| Lanes(std::array::from_fn(|k| f(&cursors[pick(s, k)]))))
     };
     let table_at = per(&|c| (c.table.as_ptr() as i64).wrapping_sub(table_base as i64));
     let bits_at = per(&|c| (c.bits.as_ptr() as i64).wrapping_sub(bits_base as i64));
@@ -164,14 +172,12 @@ unsafe fn decode4_avx512<const SETS: usize>(
     // The last byte a word may start at.
     let limits = per(&|c| c.bits.len() as i64 - 8);
     let positions = per(&|c| c.pos as i64);
-    let states: [[[i64; PER_VECTOR]; SETS]; 4] =
-        std::array::from_fn(|j| per(&|c| c.states[j] as i64));
-    let load = |a: &[i64; PER_VECTOR]| {
-        // SAFETY: `a` holds 8 i64, 64 bytes.
-        unsafe { _mm512_loadu_si512(a.as_ptr().cast()) }
+    let states: [[Lanes; SETS]; 4] = std::array::from_fn(|j| per(&|c| c.states[j] as i64));
+    let load = |a: &Lanes| {
+        // SAFETY: `a` holds 8 i64, 64 bytes, aligned to 64.
+        unsafe { _mm512_load_si512(a.0.as_ptr().cast()) }
     };
-    let loads =
-        |a: &[[i64; PER_VECTOR]; SETS]| -> [__m512i; SETS] { std::array::from_fn(|s| load(&a[s])) };
+    let loads = |a: &[Lanes; SETS]| -> [__m512i; SETS] { std::array::from_fn(|s| load(&a[s])) };
     let (out_at, table_at, bits_at, masks, limits) = (
         loads(&out_at),
         loads(&table_at),
@@ -269,19 +275,19 @@ unsafe fn decode4_avx512<const SETS: usize>(
             break;
         }
     }
-    let mut out = [0i64; PER_VECTOR];
+    let mut out = Lanes([0; PER_VECTOR]);
     for s in 0..SETS {
         let own = count.saturating_sub(PER_VECTOR * s).min(PER_VECTOR);
         let streams = &mut cursors[PER_VECTOR * s..PER_VECTOR * s + own];
-        // SAFETY: `out` holds 8 i64, 64 bytes.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().cast(), pos[s]) };
-        for (cursor, &p) in streams.iter_mut().zip(&out) {
+        // SAFETY: `out` holds 8 i64, 64 bytes, aligned to 64.
+        unsafe { _mm512_store_si512(out.0.as_mut_ptr().cast(), pos[s]) };
+        for (cursor, &p) in streams.iter_mut().zip(&out.0) {
             cursor.pos = p as usize;
         }
         for (j, lane_states) in state[s].iter().enumerate() {
             // SAFETY: as above.
-            unsafe { _mm512_storeu_si512(out.as_mut_ptr().cast(), *lane_states) };
-            for (cursor, &v) in streams.iter_mut().zip(&out) {
+            unsafe { _mm512_store_si512(out.0.as_mut_ptr().cast(), *lane_states) };
+            for (cursor, &v) in streams.iter_mut().zip(&out.0) {
                 cursor.states[j] = v as usize;
             }
         }
