@@ -53,7 +53,9 @@
 
 use super::entropy::{self, KindHistogram, PageTables};
 use super::memo;
-use super::{checked_len, ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor};
+use super::{
+    checked_len, ChunkShape, ChunkStorage, Learn, MiniBlockCompressor, MiniBlockDecompressor,
+};
 use crate::error::{Error, Result};
 use crate::kernels::{self, bitpack};
 use crate::proto::encodings::{array_encoding, Alp, ArrayEncoding};
@@ -601,12 +603,6 @@ enum Sink<'a> {
     Count(&'a mut Vec<KindHistogram>),
 }
 
-/// Chunks of a page sampled for its entropy tables (every chunk of a 1 MiB page of 4 KiB
-/// chunks): the tables cost an ALP pass over each, and a chunk with a symbol every table lacks falls back to a
-/// table of its own, which its decoder builds; with a quarter of the chunks sampled,
-/// rare symbols sent about a third of the chunks of some grids there.
-const TABLE_SAMPLE_CHUNKS: usize = 256;
-
 impl AlpEncoder {
     /// An encoder for floats of `bits_per_value` bits (32 or 64), bit-packing the
     /// integers.
@@ -799,8 +795,12 @@ impl MiniBlockCompressor for AlpEncoder {
     }
 
     /// Entropy-coded layout: an encoder with tables built from the integer and
-    /// correction streams of up to [`TABLE_SAMPLE_CHUNKS`] chunks spread over the page.
-    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+    /// correction streams of chunks spread over the page, as many as `learn` says.
+    fn for_page(
+        &self,
+        values: &[u8],
+        learn: Learn,
+    ) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
         if self.layout != IntLayout::Entropy {
             return Ok(None);
         }
@@ -808,7 +808,7 @@ impl MiniBlockCompressor for AlpEncoder {
             values,
             self.shape.width,
             self.shape.chunk_values,
-            TABLE_SAMPLE_CHUNKS,
+            learn.chunks(),
         )?;
         let mut histograms = Vec::new();
         let mut out = Vec::new();
@@ -2411,7 +2411,7 @@ mod tests {
                 .with_layout(IntLayout::Entropy)
                 .with_chunk_values(n)
                 .unwrap();
-            let page = encoder.for_page(&values).unwrap();
+            let page = encoder.for_page(&values, Learn::Page).unwrap();
             let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
             let Some(array_encoding::ArrayEncoding::Alp(message)) =
                 encoder.array_encoding().array_encoding
@@ -2532,7 +2532,7 @@ mod tests {
                     .with_layout(l)
             })
             .collect();
-        let page_of = |e: &AlpEncoder| e.for_page(&bytes).unwrap();
+        let page_of = |e: &AlpEncoder| e.for_page(&bytes, Learn::Page).unwrap();
         let encode_all = |e: &dyn MiniBlockCompressor| -> Vec<Vec<u8>> {
             bytes.chunks(256 * 8).map(|c| encode_dyn(e, c)).collect()
         };

@@ -56,10 +56,13 @@
 //! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
 //!   tables from it, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
 //!   chunk with tables of its own); when that is within 1.3x of the best estimate it is
-//!   made for the page once, tried again as made, and its tables' bytes are added to its
-//!   estimate (the tables save at most about a fifth, so one further off cannot win; 1.3x
-//!   leaves room for the sample's error, and each page made costs a pass over a quarter
-//!   of the page);
+//!   made for the page once from a sample of its chunks ([`Learn::Sample`]), tried again
+//!   as made, and its tables' bytes are added to its estimate (the tables save at most
+//!   about a fifth, so one further off cannot win; 1.3x leaves room for the sample's
+//!   error, and each page made costs a pass over a quarter of the page); the one picked
+//!   is made again from the whole page ([`Learn::Page`]), whose tables hold the symbols
+//!   of chunks the sample missed, and the trials' chunks are reused only if that made
+//!   the same tables;
 //! - a dictionary (`dict`, `dict+zstd`) is tried only when at most a quarter of the first
 //!   sample's values are distinct: it is made for the page (its items found in one pass),
 //!   tried as made, and its items' bytes are added to its estimate.
@@ -86,8 +89,8 @@ use std::ops::Range;
 use std::str::FromStr;
 
 use super::{
-    ChunkPlan, ChunkStorage, CompressionScheme, EncoderOptions, Encoding, MiniBlockCompressor,
-    CHUNK_BYTES,
+    ChunkPlan, ChunkStorage, CompressionScheme, EncoderOptions, Encoding, Learn,
+    MiniBlockCompressor, CHUNK_BYTES,
 };
 use crate::error::{Error, Result};
 
@@ -620,7 +623,7 @@ impl AutoChooser {
             let page = if encoding.is_dictionary() {
                 // More distinct values than a dictionary holds: not a candidate.
                 if few_distinct {
-                    compressor.for_page(values).ok().flatten()
+                    compressor.for_page(values, Learn::Sample).ok().flatten()
                 } else {
                     None
                 }
@@ -628,7 +631,7 @@ impl AutoChooser {
                 .1
                 .is_some_and(|r| r <= best_so_far * LEARNED_GAIN)
             {
-                compressor.for_page(values)?
+                compressor.for_page(values, Learn::Sample)?
             } else {
                 None
             };
@@ -762,12 +765,32 @@ impl AutoChooser {
         let index = best.map_or(0, |(i, _)| i);
         let mut encoded_chunks = std::mem::take(&mut trial.encoded[index]);
         encoded_chunks.sort_by_key(|c| c.index);
+        // The pick, when it learns from the page, made again from the whole page: the
+        // trials' sample told its size well enough, the page's tables are another matter
+        // (see `Learn`). Chunks the trials encoded with what the sample taught stay
+        // valid only if the whole page teaches the same.
+        let mut page_compressor = page_compressors[index].take();
+        // (A dictionary is made from the whole page either way.)
+        if let Some(sampled) = page_compressor
+            .as_ref()
+            .filter(|_| !self.compressors[index].0.is_dictionary())
+        {
+            let whole = self.compressors[index].1.for_page(values, Learn::Page)?;
+            if let Some(whole) = whole {
+                if whole.array_encoding() != sampled.array_encoding()
+                    || whole.page_buffers() != sampled.page_buffers()
+                {
+                    encoded_chunks.clear();
+                }
+                page_compressor = Some(whole);
+            }
+        }
         Ok(Choice {
             encoding: self.compressors[index].0,
             sample_bytes,
             estimates,
             encoded_chunks,
-            page_compressor: page_compressors[index].take(),
+            page_compressor,
         })
     }
 
@@ -857,6 +880,49 @@ mod tests {
             storage: ChunkStorage::Raw,
             bytes: vec![0; len],
         }
+    }
+
+    /// A page whose sampled chunks miss symbols that others use (a smooth series with
+    /// jumps only in chunks a sample of 64 of 256 skips): the pick is made again from
+    /// the whole page, with other tables than the trials' sample taught, and the page
+    /// written with it decodes to its values, the trials' chunks not reused under the
+    /// new tables.
+    #[test]
+    fn the_pick_learns_from_the_whole_page() {
+        let mut seed = 3u64;
+        let values: Vec<u8> = (0..256 * 1024)
+            .flat_map(|i: usize| {
+                let jump = (i / 1024) % 4 == 1 && i.is_multiple_of(97);
+                let noise = (crate::encodings::xorshift(&mut seed) % 5) as f32;
+                let v = 100.0 + (i as f32 / 3000.0).sin() * 50.0 + noise / 1024.0;
+                (if jump { v * 3.0 } else { v }).to_le_bytes()
+            })
+            .collect();
+        let options = EncoderOptions::default();
+        let auto = AutoOptions::default()
+            .with_candidates(&[Encoding::DeltaAns])
+            .unwrap();
+        let chooser = AutoChooser::new(4, &options, &auto).unwrap();
+        let choice = chooser.choose(&values).unwrap();
+        assert_eq!(choice.encoding, Encoding::DeltaAns);
+        let compressor = Encoding::DeltaAns.compressor_with(4, &options).unwrap();
+        let [sampled, whole] = [Learn::Sample, Learn::Page].map(|learn| {
+            compressor
+                .for_page(&values, learn)
+                .unwrap()
+                .unwrap()
+                .array_encoding()
+        });
+        assert_ne!(sampled, whole);
+        assert_eq!(choice.page_compressor.unwrap().array_encoding(), whole);
+        let encoder = crate::PageEncoder::for_strategy(Strategy::Auto(auto), 4, &options).unwrap();
+        let page = encoder.encode_values(&values, None).unwrap();
+        let decoder = page.decoder(&arrow_schema::DataType::Float32).unwrap();
+        let mut out = vec![0; values.len()];
+        decoder
+            .decode_into(0..values.len() / 4, &mut out, None)
+            .unwrap();
+        assert!(out == values);
     }
 
     /// A candidate far behind the leader on the first window is tried there alone, and

@@ -97,7 +97,7 @@ use super::entropy::{self, KindHistogram, PageTables};
 use super::memo;
 use super::{
     append_zeroed, check_chunks_output, check_output, checked_len, in_run_chunk, width_from_bits,
-    ChunkShape, ChunkStorage, MiniBlockCompressor, MiniBlockDecompressor,
+    ChunkShape, ChunkStorage, Learn, MiniBlockCompressor, MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::kernels;
@@ -120,10 +120,6 @@ const PACKED_BIT: u8 = 0x20;
 
 /// Smallest entropy-coded chunk: the order byte and a constant bin stream.
 const MIN_CODED_BYTES: usize = 3;
-
-/// Chunks of a page sampled for its entropy tables (every chunk of a 1 MiB page of 4 KiB
-/// chunks; see `alp`'s).
-const TABLE_SAMPLE_CHUNKS: usize = 256;
 
 /// Whether the delta encoding takes values of `width` bytes.
 pub fn supports_width(width: usize) -> bool {
@@ -670,15 +666,19 @@ impl MiniBlockCompressor for DeltaEncoder {
         Ok(ChunkStorage::Raw)
     }
 
-    /// Entropy-coded: an encoder with tables built from the residual streams of up to
-    /// [`TABLE_SAMPLE_CHUNKS`] chunks spread over the page (stream j is kind j).
-    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+    /// Entropy-coded: an encoder with tables built from the residual streams of
+    /// chunks spread over the page, as many as `learn` says (stream j is kind j).
+    fn for_page(
+        &self,
+        values: &[u8],
+        learn: Learn,
+    ) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
         if !self.entropy_coded {
             return Ok(None);
         }
         let width = self.shape.width;
         let (sample, scale) =
-            super::sample_chunks(values, width, self.shape.chunk_values, TABLE_SAMPLE_CHUNKS)?;
+            super::sample_chunks(values, width, self.shape.chunk_values, learn.chunks())?;
         let mut streams: Vec<KindHistogram> = Vec::new();
         for chunk in sample {
             self.analysis(chunk)
@@ -1121,7 +1121,7 @@ mod tests {
             .and_then(|e| e.with_chunk_values(4096))
             .unwrap()
             .entropy_coded();
-        let page = encoder.for_page(values).unwrap();
+        let page = encoder.for_page(values, Learn::Page).unwrap();
         let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
         let Some(array_encoding::ArrayEncoding::Delta(message)) =
             encoder.array_encoding().array_encoding
@@ -1377,7 +1377,7 @@ mod tests {
                 .and_then(|e| e.with_chunk_values(n))
                 .unwrap()
                 .entropy_coded();
-            let page = encoder.for_page(&values).unwrap();
+            let page = encoder.for_page(&values, Learn::Page).unwrap();
             let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
             let Some(array_encoding::ArrayEncoding::Delta(message)) =
                 encoder.array_encoding().array_encoding

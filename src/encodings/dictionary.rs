@@ -27,7 +27,7 @@
 use super::bitpacked::{self, read, BitpackDecompressor};
 use super::general::GeneralMiniBlockCompressor;
 use super::{
-    check_output, ChunkShape, ChunkStorage, CompressionScheme, MiniBlockCompressor,
+    check_output, ChunkShape, ChunkStorage, CompressionScheme, Learn, MiniBlockCompressor,
     MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
@@ -239,7 +239,11 @@ impl MiniBlockCompressor for DictionaryEncoder {
         ))
     }
 
-    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+    fn for_page(
+        &self,
+        values: &[u8],
+        _learn: Learn,
+    ) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
         let width = self.shape.width;
         if !values.len().is_multiple_of(width) {
             return Err(Error::invalid(format!(
@@ -619,7 +623,7 @@ mod tests {
         if zstd {
             encoder = encoder.with_compression(CompressionScheme::Zstd, 3);
         }
-        encoder.for_page(values).unwrap().unwrap()
+        encoder.for_page(values, Learn::Page).unwrap().unwrap()
     }
 
     #[test]

@@ -438,9 +438,46 @@ struct Coder {
     /// Each symbol's step, in one 8-byte load.
     steps: [SymbolStep; 256],
     states: Vec<u16>,
+    /// What each symbol costs, once filled in by [`with_costs`](Self::with_costs).
+    costs: Costs,
+}
+
+/// The cost of each symbol in a table, for estimates.
+#[derive(Debug, Clone)]
+struct Costs {
+    log: u32,
     /// Bits per occurrence, `log - log2(count)`; [`MISSING`] for symbols the table lacks
     /// (finite, so that an absent symbol's count of 0 weighs 0 in an estimate).
-    cost: [f32; 256],
+    bits: [f32; 256],
+}
+
+impl Costs {
+    /// Every symbol missing.
+    fn none(log: u32) -> Self {
+        Self {
+            log,
+            bits: [MISSING; 256],
+        }
+    }
+
+    fn of(norm: &[(u8, u32)], log: u32) -> Self {
+        let mut costs = Self::none(log);
+        for &(symbol, count) in norm {
+            costs.bits[usize::from(symbol)] = log as f32 - log2(count);
+        }
+        costs
+    }
+
+    /// Estimated bytes of the bit stream coding a stream of these symbol counts: the
+    /// information content plus the lanes' final states; infinite when a symbol is
+    /// missing from the table.
+    fn estimate(&self, present: &Present) -> f32 {
+        let bits = present.sum(|s, c| c as f32 * self.bits[s]);
+        if bits >= MISSING {
+            return f32::INFINITY;
+        }
+        (bits + (LANES as u32 * self.log) as f32) / 8.0
+    }
 }
 
 impl Coder {
@@ -484,27 +521,19 @@ impl Coder {
             first,
             steps,
             states,
-            cost: [MISSING; 256],
+            costs: Costs::none(log),
         }
     }
 
     /// The same coder with each symbol's cost filled in, for [`estimate`](Self::estimate).
     fn with_costs(mut self) -> Self {
-        for &(symbol, count) in &self.norm {
-            self.cost[usize::from(symbol)] = self.log as f32 - log2(count);
-        }
+        self.costs = Costs::of(&self.norm, self.log);
         self
     }
 
-    /// Estimated bytes of the bit stream coding a stream of these symbol counts: the
-    /// information content plus the lanes' final states; infinite when a symbol is
-    /// missing from the table.
+    /// [`Costs::estimate`] with this coder's table.
     fn estimate(&self, present: &Present) -> f32 {
-        let bits = present.sum(|s, c| c as f32 * self.cost[s]);
-        if bits >= MISSING {
-            return f32::INFINITY;
-        }
-        (bits + (LANES as u32 * self.log) as f32) / 8.0
+        self.costs.estimate(present)
     }
 
     /// Appends `u16 P` and the P bytes of the bit stream coding `stream` in `L` lanes
@@ -816,7 +845,7 @@ impl PageTables {
             per_kind
                 .into_iter()
                 .flat_map(|(_, tables)| tables)
-                .map(|t| (t.norm, t.log))
+                .map(|t| (t.norm, t.costs.log))
                 .collect(),
         )
     }
@@ -900,10 +929,10 @@ struct Member<'a> {
 }
 
 /// A page table in the making.
+#[derive(Clone)]
 struct Built {
     norm: Vec<(u8, u32)>,
-    log: u32,
-    coder: Coder,
+    costs: Costs,
 }
 
 impl Built {
@@ -929,8 +958,8 @@ impl Built {
             .max((2 * k).next_power_of_two().trailing_zeros())
             .min(MAX_TABLE_LOG);
         let norm = normalize(&counts, n, log);
-        let coder = Coder::new(norm.clone(), log).with_costs();
-        Some(Self { norm, log, coder })
+        let costs = Costs::of(&norm, log);
+        Some(Self { norm, costs })
     }
 }
 
@@ -943,7 +972,7 @@ fn best_shared(member: &Member, tables: &[Built]) -> (Option<usize>, f64) {
         .map(|(t, table)| {
             (
                 Some(t),
-                4.0 + f64::from(table.coder.estimate(&member.present)),
+                4.0 + f64::from(table.costs.estimate(&member.present)),
             )
         })
         .fold((None, f64::INFINITY), |best, next| {
@@ -996,7 +1025,7 @@ fn cluster(members: &[Member], tables: &[Built], scale: f64) -> Option<Vec<Built
         .iter()
         .map(|&(i, _)| i)
         .collect();
-    let mut trial: Vec<Built> = tables.iter().map(Built::clone_of).collect();
+    let mut trial: Vec<Built> = tables.iter().map(Built::clone).collect();
     trial.push(Built::from(members, &seed)?);
     for _ in 0..REFITS {
         let mut users: Vec<Vec<usize>> = vec![Vec::new(); trial.len()];
@@ -1009,7 +1038,7 @@ fn cluster(members: &[Member], tables: &[Built], scale: f64) -> Option<Vec<Built
             .iter()
             .zip(&trial)
             .filter(|(users, _)| !users.is_empty())
-            .map(|(users, table)| Built::from(members, users).unwrap_or_else(|| table.clone_of()))
+            .map(|(users, table)| Built::from(members, users).unwrap_or_else(|| table.clone()))
             .collect();
         if refit.is_empty() || cost(members, &refit, scale) > cost(members, &trial, scale) {
             break;
@@ -1018,16 +1047,6 @@ fn cluster(members: &[Member], tables: &[Built], scale: f64) -> Option<Vec<Built
     }
     (trial.len() > tables.len() && cost(members, &trial, scale) < cost(members, tables, scale))
         .then_some(trial)
-}
-
-impl Built {
-    fn clone_of(&self) -> Self {
-        Self {
-            norm: self.norm.clone(),
-            log: self.log,
-            coder: self.coder.clone(),
-        }
-    }
 }
 
 /// A histogram and what estimates need of it: how many symbols it holds and, when they
@@ -2266,8 +2285,7 @@ mod tests {
             .iter()
             .map(|(norm, log)| Built {
                 norm: norm.clone(),
-                log: *log,
-                coder: Coder::new(norm.clone(), *log).with_costs(),
+                costs: Costs::of(norm, *log),
             })
             .collect();
         assert!(cost(&members, &two, 4.0) < cost(&members, &one, 4.0));

@@ -175,6 +175,28 @@ pub(crate) fn sample_chunks(
     Ok((sample, chunks as f64 / sampled.max(1) as f64))
 }
 
+/// How much of a page [`MiniBlockCompressor::for_page`] learns from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learn {
+    /// Up to 64 chunks spread over the page: enough to estimate what the encoding makes
+    /// of the page, which is what `auto`'s trials need of it.
+    Sample,
+    /// Up to 256 chunks (every chunk of a 1 MiB page of 4 KiB chunks): the page's own
+    /// tables, holding the rare symbols of chunks a sample would miss, which would
+    /// otherwise carry tables of their own that each of their decoders builds.
+    Page,
+}
+
+impl Learn {
+    /// Most chunks learnt from.
+    pub(crate) fn chunks(self) -> usize {
+        match self {
+            Learn::Sample => 64,
+            Learn::Page => 256,
+        }
+    }
+}
+
 /// Encodes chunks of fixed-width values.
 pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     /// Bytes per value.
@@ -209,13 +231,17 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     }
 
     /// A compressor for one page of `values` that codes its chunks with what it learnt
-    /// from the whole page (ALP's entropy tables), its [`array_encoding`] carrying that
-    /// for the decoder; `None` when this encoding has nothing to learn (the default).
-    /// Its choice depends only on `values`.
+    /// from the page (ALP's entropy tables, from as many of its chunks as `learn` says),
+    /// its [`array_encoding`] carrying that for the decoder; `None` when this encoding has
+    /// nothing to learn (the default). Its choice depends only on `values` and `learn`.
     ///
     /// [`array_encoding`]: Self::array_encoding
-    fn for_page(&self, values: &[u8]) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
-        let _ = values;
+    fn for_page(
+        &self,
+        values: &[u8],
+        learn: Learn,
+    ) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+        let _ = (values, learn);
         Ok(None)
     }
 

@@ -7,7 +7,7 @@ use super::{value_width, ChunkMeta, EncodedPage};
 use crate::encodings::auto::TrialChunk;
 use crate::encodings::memo;
 use crate::encodings::{
-    AutoChooser, ChunkPlan, ChunkStorage, EncoderOptions, MiniBlockCompressor, Strategy,
+    AutoChooser, ChunkPlan, ChunkStorage, EncoderOptions, Learn, MiniBlockCompressor, Strategy,
 };
 use crate::error::{Error, Result};
 
@@ -110,7 +110,7 @@ impl PageEncoder {
     fn pick(&self, values: &[u8]) -> Result<(PageCompressor<'_>, Vec<TrialChunk>)> {
         match &self.mode {
             Mode::Fixed(c) => Ok((
-                match c.for_page(values)? {
+                match c.for_page(values, Learn::Page)? {
                     Some(page) => PageCompressor::Owned(page),
                     None => PageCompressor::Shared(c.as_ref()),
                 },
