@@ -845,7 +845,7 @@ impl PageTables {
             per_kind
                 .into_iter()
                 .flat_map(|(_, tables)| tables)
-                .map(|t| (t.norm, t.costs.log))
+                .map(|t| (t.norm, t.log))
                 .collect(),
         )
     }
@@ -928,11 +928,15 @@ struct Member<'a> {
     own: f64,
 }
 
-/// A page table in the making.
+/// A page table in the making, with its estimate for each stream of its kind.
 #[derive(Clone)]
 struct Built {
     norm: Vec<(u8, u32)>,
-    costs: Costs,
+    log: u32,
+    /// Per member of the kind, in order: its estimated bytes with this table (with a
+    /// stream's 4 bytes of mode, table and length); infinite for a stream with a symbol
+    /// the table lacks.
+    estimates: Vec<f64>,
 }
 
 impl Built {
@@ -959,22 +963,25 @@ impl Built {
             .min(MAX_TABLE_LOG);
         let norm = normalize(&counts, n, log);
         let costs = Costs::of(&norm, log);
-        Some(Self { norm, costs })
+        let estimates = members
+            .iter()
+            .map(|m| 4.0 + f64::from(costs.estimate(&m.present)))
+            .collect();
+        Some(Self {
+            norm,
+            log,
+            estimates,
+        })
     }
 }
 
-/// The table of `tables` that codes `member` smallest and its estimated bytes (with a
-/// stream's 4 bytes of mode, table and length); `(None, infinity)` without tables.
-fn best_shared(member: &Member, tables: &[Built]) -> (Option<usize>, f64) {
+/// The table of `tables` that codes member `m` smallest and its estimated bytes;
+/// `(None, infinity)` without tables.
+fn best_shared(m: usize, tables: &[Built]) -> (Option<usize>, f64) {
     tables
         .iter()
         .enumerate()
-        .map(|(t, table)| {
-            (
-                Some(t),
-                4.0 + f64::from(table.costs.estimate(&member.present)),
-            )
-        })
+        .map(|(t, table)| (Some(t), table.estimates[m]))
         .fold((None, f64::INFINITY), |best, next| {
             if next.1 < best.1 {
                 next
@@ -984,20 +991,23 @@ fn best_shared(member: &Member, tables: &[Built]) -> (Option<usize>, f64) {
         })
 }
 
-/// [`best_shared`], or `None` and its cost with a table of its own when that is smaller.
-fn best_table(member: &Member, tables: &[Built]) -> (Option<usize>, f64) {
-    let shared = best_shared(member, tables);
-    if shared.1 < member.own {
+/// [`best_shared`], or `None` and the cost of member `m` with a table of its own when
+/// that is smaller.
+fn best_table(m: usize, members: &[Member], tables: &[Built]) -> (Option<usize>, f64) {
+    let shared = best_shared(m, tables);
+    if shared.1 < members[m].own {
         shared
     } else {
-        (None, member.own)
+        (None, members[m].own)
     }
 }
 
 /// Estimated bytes of a page's streams of one kind with `tables` (each sampled stream
 /// standing for `scale`), the tables' own bytes included.
 fn cost(members: &[Member], tables: &[Built], scale: f64) -> f64 {
-    let streams: f64 = members.iter().map(|m| best_table(m, tables).1).sum();
+    let streams: f64 = (0..members.len())
+        .map(|m| best_table(m, members, tables).1)
+        .sum();
     let carried: usize = tables.iter().map(|t| page_table_len(&t.norm)).sum();
     streams * scale + carried as f64
 }
@@ -1011,11 +1021,9 @@ const REFITS: usize = 2;
 /// smallest, twice (k-means over histograms), so that each table fits the streams
 /// nearest it.
 fn cluster(members: &[Member], tables: &[Built], scale: f64) -> Option<Vec<Built>> {
-    let mut outliers: Vec<(usize, f64)> = members
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| best_table(m, tables).0.is_none())
-        .map(|(i, m)| (i, best_shared(m, tables).1 - m.own))
+    let mut outliers: Vec<(usize, f64)> = (0..members.len())
+        .filter(|&m| best_table(m, members, tables).0.is_none())
+        .map(|m| (m, best_shared(m, tables).1 - members[m].own))
         .collect();
     if outliers.len() < 2 {
         return None;
@@ -1029,9 +1037,9 @@ fn cluster(members: &[Member], tables: &[Built], scale: f64) -> Option<Vec<Built
     trial.push(Built::from(members, &seed)?);
     for _ in 0..REFITS {
         let mut users: Vec<Vec<usize>> = vec![Vec::new(); trial.len()];
-        for (i, member) in members.iter().enumerate() {
-            if let (Some(t), _) = best_shared(member, &trial) {
-                users[t].push(i);
+        for m in 0..members.len() {
+            if let (Some(t), _) = best_shared(m, &trial) {
+                users[t].push(m);
             }
         }
         let refit: Vec<Built> = users
@@ -2283,9 +2291,16 @@ mod tests {
         let two: Vec<Built> = tables
             .norms
             .iter()
-            .map(|(norm, log)| Built {
-                norm: norm.clone(),
-                costs: Costs::of(norm, *log),
+            .map(|(norm, log)| {
+                let costs = Costs::of(norm, *log);
+                Built {
+                    norm: norm.clone(),
+                    log: *log,
+                    estimates: members
+                        .iter()
+                        .map(|m| 4.0 + f64::from(costs.estimate(&m.present)))
+                        .collect(),
+                }
             })
             .collect();
         assert!(cost(&members, &two, 4.0) < cost(&members, &one, 4.0));
