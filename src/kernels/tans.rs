@@ -113,8 +113,9 @@ pub(crate) fn decode4(cursors: &mut [Cursor], from: usize, to: usize) -> usize {
 
 /// One vector's worth of 64-bit lanes, aligned as a vector is: the kernel's per-stream
 /// values (offsets, masks, positions, states) go between memory and registers through
-/// these. With the arrays only 8-aligned, a release test build once loaded one of them
-/// with an aligned vector load from a stack slot 8 bytes off, and faulted.
+/// these. The compiler may turn a load of a stack array into an aligned vector load
+/// (`vmovdqa64`), which faults unless the array is 64-aligned; with the alignment in the
+/// type, it realigns the frame to match.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct Lanes([i64; PER_VECTOR]);
