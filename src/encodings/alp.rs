@@ -825,6 +825,10 @@ impl MiniBlockCompressor for AlpEncoder {
             ..self.clone()
         })))
     }
+
+    fn would_learn_more(&self) -> bool {
+        self.tables.sample_missed()
+    }
 }
 
 impl AlpEncoder {

@@ -61,8 +61,10 @@
 //!   about a fifth, so one further off cannot win; 1.3x leaves room for the sample's
 //!   error, and each page made costs a pass over a quarter of the page); the one picked
 //!   is made again from the whole page ([`Learn::Page`]), whose tables hold the symbols
-//!   of chunks the sample missed, and the trials' chunks are reused only if that made
-//!   the same tables;
+//!   of chunks the sample missed, when its sample likely missed some
+//!   ([`MiniBlockCompressor::would_learn_more`]: a sampled stream no table serves, or
+//!   symbols seen once), and the trials' chunks are reused only if that made the same
+//!   tables;
 //! - a dictionary (`dict`, `dict+zstd`) is tried only when at most a quarter of the first
 //!   sample's values are distinct: it is made for the page (its items found in one pass),
 //!   tried as made, and its items' bytes are added to its estimate.
@@ -765,15 +767,16 @@ impl AutoChooser {
         let index = best.map_or(0, |(i, _)| i);
         let mut encoded_chunks = std::mem::take(&mut trial.encoded[index]);
         encoded_chunks.sort_by_key(|c| c.index);
-        // The pick, when it learns from the page, made again from the whole page: the
-        // trials' sample told its size well enough, the page's tables are another matter
-        // (see `Learn`). Chunks the trials encoded with what the sample taught stay
-        // valid only if the whole page teaches the same.
+        // The pick, when it learns from the page and its sample likely missed some of
+        // it, made again from the whole page: the trials' sample told its size well
+        // enough, the page's tables are another matter (see `Learn`). Chunks the trials
+        // encoded with what the sample taught stay valid only if the whole page teaches
+        // the same.
         let mut page_compressor = page_compressors[index].take();
         // (A dictionary is made from the whole page either way.)
         if let Some(sampled) = page_compressor
             .as_ref()
-            .filter(|_| !self.compressors[index].0.is_dictionary())
+            .filter(|c| !self.compressors[index].0.is_dictionary() && c.would_learn_more())
         {
             let whole = self.compressors[index].1.for_page(values, Learn::Page)?;
             if let Some(whole) = whole {
@@ -914,6 +917,11 @@ mod tests {
                 .array_encoding()
         });
         assert_ne!(sampled, whole);
+        let sampled = compressor
+            .for_page(&values, Learn::Sample)
+            .unwrap()
+            .unwrap();
+        assert!(sampled.would_learn_more());
         assert_eq!(choice.page_compressor.unwrap().array_encoding(), whole);
         let encoder = crate::PageEncoder::for_strategy(Strategy::Auto(auto), 4, &options).unwrap();
         let page = encoder.encode_values(&values, None).unwrap();
@@ -923,6 +931,36 @@ mod tests {
             .decode_into(0..values.len() / 4, &mut out, None)
             .unwrap();
         assert!(out == values);
+    }
+
+    /// A page whose sample's tables miss nothing of it keeps them: the pick is not made
+    /// again from the whole page, and the chunks the trials encoded are reused.
+    #[test]
+    fn a_sample_that_misses_nothing_is_kept() {
+        // Steps of one float ulp up a sawtooth of 16: two residuals, each seen often.
+        let values: Vec<u8> = (0..256 * 1024u32)
+            .flat_map(|i| f32::from_bits(0x42C8_0000 + i % 16).to_le_bytes())
+            .collect();
+        let options = EncoderOptions::default();
+        let auto = AutoOptions::default()
+            .with_candidates(&[Encoding::DeltaAns])
+            .unwrap();
+        let compressor = Encoding::DeltaAns.compressor_with(4, &options).unwrap();
+        let sampled = compressor
+            .for_page(&values, Learn::Sample)
+            .unwrap()
+            .unwrap();
+        assert!(!sampled.would_learn_more());
+        let choice = AutoChooser::new(4, &options, &auto)
+            .unwrap()
+            .choose(&values)
+            .unwrap();
+        assert_eq!(choice.encoding, Encoding::DeltaAns);
+        assert!(!choice.encoded_chunks.is_empty());
+        assert_eq!(
+            choice.page_compressor.unwrap().array_encoding(),
+            sampled.array_encoding()
+        );
     }
 
     /// A candidate far behind the leader on the first window is tried there alone, and

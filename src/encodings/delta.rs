@@ -694,6 +694,10 @@ impl MiniBlockCompressor for DeltaEncoder {
             ..self.clone()
         })))
     }
+
+    fn would_learn_more(&self) -> bool {
+        self.tables.sample_missed()
+    }
 }
 
 /// Decodes delta chunks.

@@ -777,6 +777,9 @@ pub struct PageTables {
     coders: Vec<Coder>,
     /// Built by [`parse`](Self::parse) only.
     decoders: Vec<Decoder>,
+    /// Set by [`from_streams`](Self::from_streams): whether the sample it was given likely
+    /// missed what the rest of the page holds ([`sample_misses`](Self::sample_misses)).
+    sample_missed: bool,
 }
 
 /// Symbol counts of one stream, and its kind (which byte of which integers it is).
@@ -841,13 +844,17 @@ impl PageTables {
                 *tables = better;
             }
         }
-        Self::for_encoding(
-            per_kind
-                .into_iter()
-                .flat_map(|(_, tables)| tables)
-                .map(|t| (t.norm, t.log))
-                .collect(),
-        )
+        let sample_missed = Self::sample_misses(&per_kind);
+        Self {
+            sample_missed,
+            ..Self::for_encoding(
+                per_kind
+                    .into_iter()
+                    .flat_map(|(_, tables)| tables)
+                    .map(|t| (t.norm, t.log))
+                    .collect(),
+            )
+        }
     }
 
     fn for_encoding(norms: Vec<(Vec<(u8, u32)>, u32)>) -> Self {
@@ -858,7 +865,47 @@ impl PageTables {
                 .collect(),
             norms,
             decoders: Vec::new(),
+            sample_missed: false,
         }
+    }
+
+    /// Whether tables fitted to the sampled streams `per_kind` (each kind's members and
+    /// tables) would likely code the rest of the page worse than tables made from all of
+    /// it: some sampled stream is left to a table of its own (the page holds streams
+    /// unlike its kind's), or the symbols the sample saw once say that the page's other
+    /// streams hold symbols the tables lack often enough to cost [`MISSED_SHARE`] of the
+    /// estimate. The share of a kind's symbols seen once estimates how often a symbol is
+    /// one the sample never saw (Good-Turing); a stream of `n` symbols then has one with
+    /// probability `1 - (1 - share)^n`, and costs a table of its own instead of a shared one.
+    fn sample_misses(per_kind: &[(Vec<Member>, Vec<Built>)]) -> bool {
+        let (mut missed, mut total) = (0.0, 0.0);
+        for (members, tables) in per_kind {
+            let mut pooled = [0u64; 256];
+            for m in members {
+                for (c, &x) in pooled.iter_mut().zip(m.present.counts) {
+                    *c += u64::from(x);
+                }
+            }
+            let n: u64 = pooled.iter().sum();
+            let once = pooled.iter().filter(|&&c| c == 1).count();
+            let per_stream = n as f64 / members.len().max(1) as f64;
+            let hit = 1.0 - (1.0 - once as f64 / n.max(1) as f64).powf(per_stream);
+            for m in 0..members.len() {
+                let (table, cost) = best_table(m, members, tables);
+                if table.is_none() {
+                    return true;
+                }
+                total += cost;
+                missed += hit * (members[m].own - cost).max(0.0);
+            }
+        }
+        missed >= MISSED_SHARE * total
+    }
+
+    /// Whether the streams these tables were made from likely missed what the rest of
+    /// their page holds, so that tables made from the whole page would code it smaller.
+    pub(crate) fn sample_missed(&self) -> bool {
+        self.sample_missed
     }
 
     /// How many tables there are.
@@ -912,9 +959,19 @@ impl PageTables {
                 .collect(),
             norms: tables,
             coders: Vec::new(),
+            sample_missed: false,
         })
     }
 }
+
+/// Share of a page's estimated bytes that tables made from a sample must be expected to
+/// lose to symbols it missed before [`PageTables::sample_misses`] says so. The estimate
+/// charges each stream it expects to hold a missing symbol the whole gap between its
+/// shared table and a table of its own, more than such a stream usually costs (a rare
+/// symbol in a noisy stream is coded nearly as well raw), hence a bar of a percent: below
+/// it, making the tables again from the whole page would cost encoding time for a few
+/// bytes.
+const MISSED_SHARE: f64 = 0.01;
 
 /// Most page tables built for one kind of stream: the streams of a kind that no table
 /// codes well enough are coded with tables of their own, which each chunk's decoder
@@ -2246,6 +2303,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Tables whose sample saw every symbol often and served every stream say the page
+    /// holds nothing more to learn; symbols seen once (rare ones a sample catches only
+    /// now and then), or a stream no table serves, say it likely does.
+    #[test]
+    fn tables_say_when_their_sample_missed_some_of_the_page() {
+        let mut x = 5u64;
+        let mut draw = |n: usize, alphabet: &[u8]| -> Vec<u8> {
+            (0..n)
+                .map(|_| alphabet[(xorshift(&mut x) % alphabet.len() as u64) as usize])
+                .collect()
+        };
+        let calm = [3u8, 3, 3, 3, 3, 3, 4, 4, 2, 2, 5, 1];
+        let histogram = |stream: &[u8]| {
+            let mut h = [0u32; 256];
+            count(stream, &mut h);
+            (0, h)
+        };
+        let alike: Vec<KindHistogram> = (0..16).map(|_| histogram(&draw(1024, &calm))).collect();
+        let tables = PageTables::from_streams(&alike, 4.0);
+        assert_eq!(tables.len(), 1);
+        assert!(!tables.sample_missed());
+        // A few streams with rare symbols, each seen once.
+        let mut rare = alike.clone();
+        for (k, (_, h)) in rare.iter_mut().enumerate().take(12) {
+            h[100 + k] = 1;
+        }
+        let tables = PageTables::from_streams(&rare, 4.0);
+        assert_eq!(tables.len(), 1);
+        assert!(tables.sample_missed());
+        // A stream no table serves (every byte value four times: stored raw), and no
+        // symbol seen once.
+        let mut unlike = alike.clone();
+        let flat: Vec<u8> = (0..1024).map(|i| i as u8).collect();
+        unlike[0] = histogram(&flat);
+        let tables = PageTables::from_streams(&unlike, 4.0);
+        assert!(tables.sample_missed());
+        // Parsed tables make no such claim: only the encoder's have a sample.
+        assert!(!PageTables::parse(&tables.to_bytes())
+            .unwrap()
+            .sample_missed());
     }
 
     /// Streams of one kind drawn from two unlike distributions (a page whose chunks

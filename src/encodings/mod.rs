@@ -183,7 +183,10 @@ pub enum Learn {
     Sample,
     /// Up to 256 chunks (every chunk of a 1 MiB page of 4 KiB chunks): the page's own
     /// tables, holding the rare symbols of chunks a sample would miss, which would
-    /// otherwise carry tables of their own that each of their decoders builds.
+    /// otherwise carry tables of their own that each of their decoders builds. `auto`
+    /// asks for them only when a sample's tables say they would differ
+    /// ([`MiniBlockCompressor::would_learn_more`]): they cost a pass over four times
+    /// the chunks.
     Page,
 }
 
@@ -249,6 +252,15 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     /// the page stores beside its chunks, in order; none by default.
     fn page_buffers(&self) -> &[Vec<u8>] {
         &[]
+    }
+
+    /// Whether this compressor, made by [`for_page`](Self::for_page) from a sample of a
+    /// page, would likely code the page smaller made again from the whole of it: its
+    /// sample had streams no table of it serves, or symbols seen once (a sign of symbols
+    /// it never saw, which the page's other chunks would code with tables of their own).
+    /// False for one that learnt nothing (the default).
+    fn would_learn_more(&self) -> bool {
+        false
     }
 }
 
