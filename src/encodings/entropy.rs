@@ -844,7 +844,8 @@ impl PageTables {
                 *tables = better;
             }
         }
-        let sample_missed = Self::sample_misses(&per_kind);
+        // A sample of every stream of the page (each standing for itself) missed nothing.
+        let sample_missed = scale > 1.0 && Self::sample_misses(&per_kind);
         Self {
             sample_missed,
             ..Self::for_encoding(
@@ -880,14 +881,9 @@ impl PageTables {
     fn sample_misses(per_kind: &[(Vec<Member>, Vec<Built>)]) -> bool {
         let (mut missed, mut total) = (0.0, 0.0);
         for (members, tables) in per_kind {
-            let mut pooled = [0u64; 256];
-            for m in members {
-                for (c, &x) in pooled.iter_mut().zip(m.present.counts) {
-                    *c += u64::from(x);
-                }
-            }
-            let n: u64 = pooled.iter().sum();
-            let once = pooled.iter().filter(|&&c| c == 1).count();
+            let counts = pooled(members);
+            let n: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+            let once = counts.iter().filter(|&&c| c == 1).count();
             let per_stream = n as f64 / members.len().max(1) as f64;
             let hit = 1.0 - (1.0 - once as f64 / n.max(1) as f64).powf(per_stream);
             for m in 0..members.len() {
@@ -1001,12 +997,7 @@ impl Built {
     /// for every eight counted bytes, at least two for each symbol; `None` for fewer than
     /// two symbols.
     fn from(members: &[Member], chosen: &[usize]) -> Option<Self> {
-        let mut counts = [0u32; 256];
-        for &i in chosen {
-            for (c, &x) in counts.iter_mut().zip(members[i].present.counts) {
-                *c = c.saturating_add(x);
-            }
-        }
+        let counts = pooled(chosen.iter().map(|&i| &members[i]));
         let k = counts.iter().filter(|&&c| c > 0).count();
         let n: usize = counts.iter().map(|&c| c as usize).sum();
         if k < 2 {
@@ -1030,6 +1021,17 @@ impl Built {
             estimates,
         })
     }
+}
+
+/// The summed symbol counts of `members` (saturating, far above any page's streams).
+fn pooled<'a, 'b: 'a>(members: impl IntoIterator<Item = &'a Member<'b>>) -> Histogram {
+    let mut counts = [0u32; 256];
+    for member in members {
+        for (c, &x) in counts.iter_mut().zip(member.present.counts) {
+            *c = c.saturating_add(x);
+        }
+    }
+    counts
 }
 
 /// The table of `tables` that codes member `m` smallest and its estimated bytes;
@@ -2334,6 +2336,8 @@ mod tests {
         let tables = PageTables::from_streams(&rare, 4.0);
         assert_eq!(tables.len(), 1);
         assert!(tables.sample_missed());
+        // ... unless they are all of the page's streams.
+        assert!(!PageTables::from_streams(&rare, 1.0).sample_missed());
         // A stream no table serves (every byte value four times: stored raw), and no
         // symbol seen once.
         let mut unlike = alike.clone();

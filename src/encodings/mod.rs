@@ -258,7 +258,7 @@ pub trait MiniBlockCompressor: Send + Sync + fmt::Debug {
     /// page, would likely code the page smaller made again from the whole of it: its
     /// sample had streams no table of it serves, or symbols seen once (a sign of symbols
     /// it never saw, which the page's other chunks would code with tables of their own).
-    /// False for one that learnt nothing (the default).
+    /// False for one that learnt nothing (the default) or from every chunk of its page.
     fn would_learn_more(&self) -> bool {
         false
     }
