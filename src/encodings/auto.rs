@@ -164,10 +164,11 @@ const REPRESENTATIVE: f64 = 1.25;
 /// Between an LZ4 and a Zstd candidate this close, stage 2 is skipped.
 const NEAR_TIE: f64 = 1.02;
 
-/// Chunks larger than the trial windows: the candidates within this factor of the best
-/// are measured again on whole chunks. A window of 16 KiB shows nothing of what LZ4 and
-/// Zstd match further back in a chunk of up to 512 KiB (`bss+zstd` on 512 KiB chunks of
-/// `de421_venus` comes out 10% smaller than on its 16 KiB windows).
+/// Chunks larger than the trial windows: the LZ4 and Zstd candidates within this factor
+/// of the best are measured again, with the best, on whole chunks. A window of 16 KiB
+/// shows nothing of what LZ4 and Zstd match further back in a chunk of up to 512 KiB
+/// (`bss+zstd` on 512 KiB chunks of `de421_venus` comes out 10% smaller than on its
+/// 16 KiB windows).
 const CLOSE_LONG: f64 = 1.1;
 
 /// What `auto` may choose from and how it weighs size against decode speed.
