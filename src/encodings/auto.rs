@@ -29,7 +29,7 @@
 //!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
 //! - on chunks larger than the windows, the smallest candidate and every LZ4 or Zstd one
-//!   within 10% of it are tried again on the whole chunks the first sample's windows lie
+//!   within 15% of it are tried again on the whole chunks the first sample's windows lie
 //!   in, the others' estimates moved as the smallest's moved: a window shows nothing of
 //!   what LZ4 and Zstd match further back in a chunk of up to 512 KiB;
 //! - when the two smallest candidates are within 8% of each other, they are tried again on
@@ -169,7 +169,7 @@ const NEAR_TIE: f64 = 1.02;
 /// shows nothing of what LZ4 and Zstd match further back in a chunk of up to 512 KiB
 /// (`bss+zstd` on 512 KiB chunks of `de421_venus` comes out 10% smaller than on its
 /// 16 KiB windows).
-const CLOSE_LONG: f64 = 1.1;
+const CLOSE_LONG: f64 = 1.15;
 
 /// What `auto` may choose from and how it weighs size against decode speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
