@@ -491,6 +491,36 @@ fn leader(estimates: &[(Encoding, Option<f64>)]) -> Option<(usize, f64)> {
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
+/// Candidates `again` tried again on `windows`: each estimate becomes what it came to
+/// there, with what the candidate carries besides its chunks; every other estimate is
+/// multiplied by `drift` of the factors by which theirs moved (in the order of `again`),
+/// so that all estimates speak of the same data.
+fn measure_again(
+    trial: &mut Trial,
+    compressors: &[(Encoding, &dyn MiniBlockCompressor)],
+    carried: &[f64],
+    estimates: &mut [(Encoding, Option<f64>)],
+    again: &[usize],
+    windows: &[Window],
+    drift: impl FnOnce(&[f64]) -> f64,
+) -> Result<()> {
+    let mut factors = Vec::with_capacity(again.len());
+    for &i in again {
+        let (encoding, compressor) = compressors[i];
+        let before = estimates[i].1.unwrap_or(f64::INFINITY);
+        let after = trial.ratio(i, encoding, compressor, windows)? + carried[i];
+        factors.push(after / before.max(f64::MIN_POSITIVE));
+        estimates[i].1 = Some(after);
+    }
+    let drift = drift(&factors);
+    for (i, estimate) in estimates.iter_mut().enumerate() {
+        if !again.contains(&i) {
+            estimate.1 = estimate.1.map(|r| r * drift);
+        }
+    }
+    Ok(())
+}
+
 /// Where chunk `chunk` comes in a spread order of a page's chunks: 0, 0.618.., 0.236..,
 /// 0.854.., ... (golden-ratio steps), so that the first few are far apart.
 fn spread_key(chunk: usize) -> f64 {
@@ -746,20 +776,19 @@ impl AutoChooser {
                 } else {
                     second
                 };
-                let mut drift = 0.0;
-                for (i, before) in [(a, ra), (b, rb)] {
-                    let (encoding, compressor) = compressors[i];
-                    let after = trial.ratio(i, encoding, compressor, &second)? + carried[i];
-                    drift += after / before.max(f64::MIN_POSITIVE) / 2.0;
-                    estimates[i].1 = Some(after);
-                }
-                // The others were measured on the first sample only: move them as the
-                // pair moved, so that all estimates speak of the same data.
-                for (i, estimate) in estimates.iter_mut().enumerate() {
-                    if i != a && i != b {
-                        estimate.1 = estimate.1.map(|r| r * drift);
-                    }
-                }
+                // The others were measured on the first sample only: they move as the
+                // pair moved, on average.
+                let mean = |f: &[f64]| f.iter().map(|x| x / f.len() as f64).sum();
+                let pair = [a, b];
+                measure_again(
+                    &mut trial,
+                    &compressors,
+                    &carried,
+                    &mut estimates,
+                    &pair,
+                    &second,
+                    mean,
+                )?;
                 sample_bytes = trial.bytes(&second);
             }
         }
@@ -772,29 +801,26 @@ impl AutoChooser {
             let mut chunks: Vec<Window> = first.iter().map(|w| all[w.chunk].clone()).collect();
             chunks.dedup_by_key(|w| w.chunk);
             if let Some((best, ratio)) = leader(&estimates) {
-                let again: Vec<usize> = (0..estimates.len())
-                    .filter(|&i| {
+                // The best first: the others move as it moved.
+                let again: Vec<usize> = std::iter::once(best)
+                    .chain((0..estimates.len()).filter(|&i| {
                         let (encoding, estimate) = estimates[i];
-                        i == best
-                            || (encoding.scheme().is_some()
-                                && estimate.is_some_and(|r| r <= ratio * CLOSE_LONG))
-                    })
+                        i != best
+                            && encoding.scheme().is_some()
+                            && estimate.is_some_and(|r| r <= ratio * CLOSE_LONG)
+                    }))
                     .collect();
                 if again.len() > 1 {
-                    let mut drift = 1.0;
-                    for &i in &again {
-                        let (encoding, compressor) = compressors[i];
-                        let after = trial.ratio(i, encoding, compressor, &chunks)? + carried[i];
-                        if i == best {
-                            drift = after / ratio.max(f64::MIN_POSITIVE);
-                        }
-                        estimates[i].1 = Some(after);
-                    }
-                    for (i, estimate) in estimates.iter_mut().enumerate() {
-                        if !again.contains(&i) {
-                            estimate.1 = estimate.1.map(|r| r * drift);
-                        }
-                    }
+                    let best_moved = |f: &[f64]| f[0];
+                    measure_again(
+                        &mut trial,
+                        &compressors,
+                        &carried,
+                        &mut estimates,
+                        &again,
+                        &chunks,
+                        best_moved,
+                    )?;
                     sample_bytes = trial.bytes(&chunks);
                 }
             }
