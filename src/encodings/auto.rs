@@ -252,7 +252,11 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
 /// bytes, while a chunk of `delta+ans` or `alp+ans` names page tables built once, so
 /// those decode faster than their Zstd forms. In chunks of 64 KiB and more Zstd
 /// amortizes its tables and the order of those pairs turns; the default chunks, and the
-/// scans that read them a few at a time, are what the order is for.
+/// scans that read them a few at a time, are what the order is for. It is an order for
+/// typical data, not a measure of these values: where Zstd stores most of a chunk's
+/// bytes as raw blocks, `bss+zstd` decodes faster than `delta+ans`, and `alp+ans` with
+/// many exceptions slower than its place here, so a large `min_gain` can pick a slower
+/// encoding than `min_gain = 0` does.
 const SPEED_ORDER: [Encoding; 18] = [
     Encoding::Plain,
     Encoding::Bss,
