@@ -45,8 +45,8 @@
 //! - with that knob, Zstd is not tried at all when neither LZ4 encoding saves `min_gain`
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed in chunks of the default size (plain,
-//!   bss, lz4, bss+lz4, bitpack, dict, delta, delta+lz4, alp, alp-rd, alp+lz4, alp+ans,
-//!   zstd, dict+zstd, bss+zstd, delta+ans, delta+zstd, alp+zstd); walking from
+//!   bss, lz4, bss+lz4, bitpack, dict, delta, delta+lz4, alp, alp-rd, alp+lz4, dict+zstd,
+//!   alp+ans, delta+ans, bss+zstd, zstd, delta+zstd, alp+zstd); walking from
 //!   the fastest, a slower candidate replaces the current pick
 //!   only if it is at least `min_gain` smaller and saves at least `min_gain / 8` of the
 //!   values' bytes (so a page every candidate shrinks to almost nothing, such as a
@@ -250,13 +250,14 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
 /// Encodings from the fastest to decode to the slowest, in 4 KiB chunks: there each
 /// Zstd frame parses its headers and builds its decoding tables for a few thousand
 /// bytes, while a chunk of `delta+ans` or `alp+ans` names page tables built once, so
-/// those decode faster than their Zstd forms. In chunks of 64 KiB and more Zstd
-/// amortizes its tables and the order of those pairs turns; the default chunks, and the
-/// scans that read them a few at a time, are what the order is for. It is an order for
-/// typical data, not a measure of these values: where Zstd stores most of a chunk's
-/// bytes as raw blocks, `bss+zstd` decodes faster than `delta+ans`, and `alp+ans` with
-/// many exceptions slower than its place here, so a large `min_gain` can pick a slower
-/// encoding than `min_gain = 0` does.
+/// those decode faster than their Zstd forms, and faster than Zstd over split bytes or
+/// over the values; a dictionary's indices under Zstd decode faster still. In chunks of
+/// 64 KiB and more Zstd amortizes its tables and the order of those pairs turns; the
+/// default chunks, and the scans that read them a few at a time, are what the order is
+/// for. It is the order of typical decoding times over the bundled grids (BENCHMARKS.md,
+/// "Where the scan floor's gap lies"), not a measure of the values at hand: on some
+/// series `bss+zstd` decodes faster than `delta+ans`, or `alp+ans` (many exceptions)
+/// slower, so a large `min_gain` can still pick a slower encoding than `min_gain = 0`.
 const SPEED_ORDER: [Encoding; 18] = [
     Encoding::Plain,
     Encoding::Bss,
@@ -269,11 +270,11 @@ const SPEED_ORDER: [Encoding; 18] = [
     Encoding::Alp,
     Encoding::AlpRd,
     Encoding::AlpLz4,
-    Encoding::AlpAns,
-    Encoding::Zstd,
     Encoding::DictZstd,
-    Encoding::BssZstd,
+    Encoding::AlpAns,
     Encoding::DeltaAns,
+    Encoding::BssZstd,
+    Encoding::Zstd,
     Encoding::DeltaZstd,
     Encoding::AlpZstd,
 ];
