@@ -259,6 +259,7 @@ impl ExecutionPlan for MiniblockScanExec {
         let state = PartitionScan {
             units: units.iter().cloned().collect(),
             batch_rows,
+            window_bytes: window_bytes(&self.store_url, self.projection.len()),
             current: None,
             files: Arc::clone(&self.files),
             file_schema: Arc::clone(&self.file_schema),
@@ -303,6 +304,8 @@ struct PartitionScan {
     /// Cut into batches as they are read: a plan's ranges are not trusted to be small.
     units: VecDeque<Unit>,
     batch_rows: u64,
+    /// Bytes a window fetches ([`window_bytes`]).
+    window_bytes: u64,
     /// The file being read: a partition reads its files one after the other.
     current: Option<Current>,
     files: Arc<[ScanFile]>,
@@ -335,7 +338,7 @@ impl PartitionScan {
     }
 
     /// Reads `rows` of `file`. Rows past the last prefetched window are fetched with the
-    /// rest of their window, about [`PREFETCH_BYTES`] (or taken from the read-ahead, when
+    /// rest of their window, about `window_bytes` (or taken from the read-ahead, when
     /// it holds them); then the window after it starts to be fetched in the background.
     async fn read(
         &mut self,
@@ -350,7 +353,12 @@ impl PartitionScan {
             // read-ahead.
             self.current = None;
             let reader = scan_file.open(&self.store, &self.file_schema).await?;
-            let window_rows = window_rows(reader.reader(), &self.projection, self.batch_rows);
+            let window_rows = window_rows(
+                reader.reader(),
+                &self.projection,
+                self.batch_rows,
+                self.window_bytes,
+            );
             self.current = Some(Current {
                 file,
                 reader: reader.clone(),
@@ -447,7 +455,7 @@ struct Ahead {
 struct Current {
     file: usize,
     reader: ObjectStoreReader,
-    /// Rows of the projection that make about [`PREFETCH_BYTES`].
+    /// Rows of the projection that make about the partition's `window_bytes`.
     window_rows: u64,
     /// The rows last prefetched.
     window: Range<u64>,
@@ -459,15 +467,41 @@ struct Current {
 /// take windows small enough for a small file to need many.
 const PREFETCH_BYTES: u64 = if cfg!(test) { 64 << 10 } else { 8 << 20 };
 
-/// Rows of `projection` that make about [`PREFETCH_BYTES`] in `reader`'s file, by its
+/// Bytes per projected column of a window read from local files (at most
+/// [`PREFETCH_BYTES`] in all). A local read is a copy out of the page cache, whose
+/// per-request cost is small, so the window is sized for the CPU's caches instead: a
+/// window is read while the one before it decodes, and one much larger than a core's
+/// cache is evicted to memory between its read and its decoding. Each column keeps about
+/// this much of a window, as one request, so that a wide projection does not cut its
+/// reads into many small ones.
+const LOCAL_COLUMN_BYTES: u64 = if cfg!(test) { 16 << 10 } else { 1 << 20 };
+
+/// How many bytes a window of `columns` projected columns fetches from the store at
+/// `store_url`: [`PREFETCH_BYTES`] from a remote store, less from local files.
+fn window_bytes(store_url: &ObjectStoreUrl, columns: usize) -> u64 {
+    if store_url.as_str().starts_with("file:") {
+        LOCAL_COLUMN_BYTES
+            .saturating_mul(columns.max(1) as u64)
+            .min(PREFETCH_BYTES)
+    } else {
+        PREFETCH_BYTES
+    }
+}
+
+/// Rows of `projection` that make about `window_bytes` in `reader`'s file, by its
 /// columns' average bytes per row; whole batches, at least one.
-fn window_rows(reader: &FileReader<Fetched>, projection: &[usize], batch_rows: u64) -> u64 {
+fn window_rows(
+    reader: &FileReader<Fetched>,
+    projection: &[usize],
+    batch_rows: u64,
+    window_bytes: u64,
+) -> u64 {
     let bytes = projection
         .iter()
         .filter_map(|&c| reader.column_bytes(c))
         .fold(0u64, u64::saturating_add);
     let per_row = (bytes / reader.num_rows().max(1)).max(1);
-    let batches = (PREFETCH_BYTES / per_row / batch_rows).max(1);
+    let batches = (window_bytes / per_row / batch_rows).max(1);
     batches.saturating_mul(batch_rows)
 }
 
@@ -493,6 +527,7 @@ mod tests {
                 huge.clone(),
             ]),
             batch_rows: 8192,
+            window_bytes: PREFETCH_BYTES,
             current: None,
             files: Arc::from(vec![ScanFile::unopened(Path::from("x.mb"))]),
             file_schema: Arc::new(Schema::new(vec![Field::new("x", DataType::Int32, false)])),
@@ -513,6 +548,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(exec.rows(None), u64::MAX);
+    }
+
+    #[test]
+    fn local_windows_are_smaller_for_a_narrow_projection_and_capped() {
+        let local = ObjectStoreUrl::local_filesystem();
+        let remote = ObjectStoreUrl::parse("s3://bucket").unwrap();
+        assert_eq!(window_bytes(&local, 1), LOCAL_COLUMN_BYTES);
+        assert!(window_bytes(&local, 1) < PREFETCH_BYTES);
+        assert_eq!(window_bytes(&local, 2), 2 * LOCAL_COLUMN_BYTES);
+        assert_eq!(window_bytes(&local, 10_000), PREFETCH_BYTES);
+        assert_eq!(window_bytes(&local, usize::MAX), PREFETCH_BYTES);
+        assert_eq!(window_bytes(&remote, 1), PREFETCH_BYTES);
     }
 
     /// The value of row `i` of [`dictionary_file`]'s column: 500 distinct decimals.

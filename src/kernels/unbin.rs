@@ -516,11 +516,10 @@ unsafe fn unbin_sums4_avx512vbmi<const LEAD: u32, const ORDER2: bool>(
     delta: &mut u64,
     out: &mut [u8],
 ) -> (usize, usize) {
-    use super::sums::{sums16, unzigzag4};
     use core::arch::x86_64::{
         __m128i, __m512i, _mm512_castsi512_si128, _mm512_cmpgt_epu32_mask, _mm512_cvtepu8_epi32,
         _mm512_cvtepu8_epi64, _mm512_loadu_si512, _mm512_permutex2var_epi32, _mm512_set1_epi32,
-        _mm512_set_epi32, _mm512_srli_epi32, _mm512_storeu_si512, _mm_cvtsi128_si32,
+        _mm512_set_epi32, _mm512_setzero_si512, _mm512_srli_epi32, _mm_cvtsi128_si32,
         _mm_loadl_epi64, _mm_loadu_si128,
     };
     let n = symbols.len().min(out.len() / 4);
@@ -530,6 +529,12 @@ unsafe fn unbin_sums4_avx512vbmi<const LEAD: u32, const ORDER2: bool>(
     let mut carry = _mm512_set1_epi32(*prev as u32 as i32);
     let mut carry_delta = _mm512_set1_epi32(*delta as u32 as i32);
     let mut i = 0;
+    // Groups' residuals wait here to be summed by the batch: each group's chain of steps
+    // (its bit offsets' prefix sum, the window's permute, two more prefix sums) is long,
+    // and a loop doing all of it holds too few groups in flight to hide it; apart, the
+    // unbinning steps of different groups overlap, and so do the summing ones.
+    let mut pending = [_mm512_setzero_si512(); PENDING];
+    let mut held = 0;
     while i + 16 <= n && pos / 8 + 64 <= low.len() {
         // SAFETY: `i + 16 <= symbols.len()`, checked by the loop.
         let s = _mm512_cvtepu8_epi32(unsafe {
@@ -577,12 +582,23 @@ unsafe fn unbin_sums4_avx512vbmi<const LEAD: u32, const ORDER2: bool>(
                 used + more,
             )
         };
-        let values = sums16::<ORDER2>(unzigzag4(residuals), &mut carry, &mut carry_delta);
-        // SAFETY: `4 * (i + 16) <= out.len()`, checked by the loop.
-        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(4 * i).cast::<__m512i>(), values) };
+        pending[held] = residuals;
+        held += 1;
         pos += total;
         i += 16;
+        if held == PENDING {
+            let at = 4 * (i - 16 * held);
+            store_sums::<ORDER2>(&pending, &mut carry, &mut carry_delta, &mut out[at..4 * i]);
+            held = 0;
+        }
     }
+    let at = 4 * (i - 16 * held);
+    store_sums::<ORDER2>(
+        &pending[..held],
+        &mut carry,
+        &mut carry_delta,
+        &mut out[at..4 * i],
+    );
     *prev = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry)) as u32);
     *delta = u64::from(_mm_cvtsi128_si32(_mm512_castsi512_si128(carry_delta)) as u32);
     (i, pos)
@@ -592,6 +608,37 @@ unsafe fn unbin_sums4_avx512vbmi<const LEAD: u32, const ORDER2: bool>(
 /// the 7 bits of its first byte before them, they fit the 32 bits read from that byte.
 #[cfg(target_arch = "x86_64")]
 const NARROW_BITS: u32 = 25;
+
+/// Groups of sixteen [`unbin_sums4_avx512vbmi`] unbins before it sums them.
+#[cfg(target_arch = "x86_64")]
+const PENDING: usize = 8;
+
+/// Sums the groups of residuals `pending`, in order, on from `carry` and `carry_delta`
+/// (as [`sums16`](super::sums::sums16) does), into `out`, 64 bytes a group; `out` must
+/// hold exactly that many.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+#[allow(clippy::cast_ptr_alignment)] // an unaligned store
+fn store_sums<const ORDER2: bool>(
+    pending: &[core::arch::x86_64::__m512i],
+    carry: &mut core::arch::x86_64::__m512i,
+    carry_delta: &mut core::arch::x86_64::__m512i,
+    out: &mut [u8],
+) {
+    use super::sums::{sums16, unzigzag4};
+    use core::arch::x86_64::{__m512i, _mm512_storeu_si512};
+    assert_eq!(
+        out.len(),
+        64 * pending.len(),
+        "a group of sums has 64 bytes"
+    );
+    for (&r, to) in pending.iter().zip(out.chunks_exact_mut(64)) {
+        let values = sums16::<ORDER2>(unzigzag4(r), carry, carry_delta);
+        // SAFETY: `to` has 64 bytes (`chunks_exact_mut`).
+        unsafe { _mm512_storeu_si512(to.as_mut_ptr().cast::<__m512i>(), values) };
+    }
+}
 
 #[cfg(test)]
 mod tests {
