@@ -82,7 +82,8 @@ pub(crate) struct Unit {
 /// (pages the filters rule out already left out). Each batch fetches, in one ranged
 /// request, the chunks its rows overlap.
 ///
-/// Rows are fetched in windows of about 8 MiB of the projected columns; once a scan reads
+/// Rows are fetched in windows of the projected columns (about 8 MiB from a remote store,
+/// less from local files, 1 MiB a column); once a scan reads
 /// on past a window's first batch, the next window of its rows is fetched in the
 /// background (a spawned task, by a second reader of the file) while this one decodes,
 /// so that reading from the store and decoding overlap.
@@ -169,13 +170,17 @@ impl MiniblockScanExec {
 
     /// Rows partition `p` reads (all partitions' for `None`).
     pub fn rows(&self, partition: Option<usize>) -> u64 {
-        let units: Vec<&Unit> = match partition {
-            Some(p) => self.partitions.get(p).into_iter().flatten().collect(),
-            None => self.partitions.iter().flatten().collect(),
-        };
-        units
+        self.units(partition)
             .iter()
             .fold(0u64, |sum, u| sum.saturating_add(u.rows.end - u.rows.start))
+    }
+
+    /// The runs of rows partition `partition` reads (all partitions' for `None`).
+    fn units(&self, partition: Option<usize>) -> Vec<&Unit> {
+        match partition {
+            Some(p) => self.partitions.get(p).into_iter().flatten().collect(),
+            None => self.partitions.iter().flatten().collect(),
+        }
     }
 }
 
@@ -293,9 +298,18 @@ impl ExecutionPlan for MiniblockScanExec {
         args: &StatisticsArgs,
     ) -> Result<Arc<Statistics>> {
         let rows = usize::try_from(self.rows(args.partition())).unwrap_or(usize::MAX);
-        Ok(Arc::new(
-            Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(rows)),
-        ))
+        let units = self.units(args.partition());
+        let mut statistics =
+            Statistics::new_unknown(&self.schema).with_num_rows(Precision::Exact(rows));
+        statistics.column_statistics = self
+            .projection
+            .iter()
+            .map(|&c| {
+                let data_type = self.file_schema.field(c).data_type();
+                crate::stats::column_statistics(&self.files, &units, c, data_type)
+            })
+            .collect();
+        Ok(Arc::new(statistics))
     }
 }
 

@@ -41,6 +41,7 @@
 mod codec;
 mod exec;
 mod prune;
+mod stats;
 mod table;
 mod url;
 

@@ -420,3 +420,119 @@ async fn files_of_other_columns_are_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("other.mb"), "{err}");
 }
+
+/// `count(*)`, `min` and `max` over whole pages with statistics and no NaN come from the
+/// footers, with no scan left in the plan; a column with NaN, and rows that cut pages,
+/// are scanned. Either way the answers are those of a scan of the same rows in memory,
+/// bit for bit (signed zeros and NaN included).
+#[tokio::test]
+async fn extremes_come_from_page_statistics_only_when_exact() {
+    use datafusion::arrow::array::Float32Array;
+    use datafusion::datasource::MemTable;
+    let rows = 10_000;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "i",
+            Arc::new(Int64Array::from_iter_values(
+                (0..rows).map(|i| i * 3 - 7_000),
+            )) as ArrayRef,
+        ),
+        (
+            // Zeros of both signs at the extremes, nulls, no NaN.
+            "z",
+            Arc::new(Float64Array::from_iter((0..rows).map(|i| match i % 5 {
+                0 => None,
+                1 => Some(-0.0),
+                _ => Some(0.0),
+            }))) as ArrayRef,
+        ),
+        (
+            // One NaN, with its sign bit set: Arrow's min takes it.
+            "n",
+            Arc::new(Float32Array::from_iter_values((0..rows).map(|i| {
+                if i == 4_321 {
+                    f32::from_bits(0xFFC0_0001)
+                } else {
+                    (i as f32).sin()
+                }
+            }))) as ArrayRef,
+        ),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = WriteOptions {
+        page_values: Some(1_000),
+        ..WriteOptions::default()
+    };
+    write_mb(dir.path(), &batch, 2, options);
+    let queries = [
+        (
+            "SELECT count(*), min(i), max(i), min(z), max(z), count(z) FROM t",
+            false,
+        ),
+        ("SELECT min(n), max(n) FROM t", true),
+        ("SELECT max(i) FROM (SELECT i FROM t LIMIT 1500)", true),
+        (
+            "SELECT min(i), max(i) FROM (SELECT i FROM t LIMIT 2000)",
+            false,
+        ),
+    ];
+    for partitions in [1, 2] {
+        let ctx = context(partitions);
+        let table = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+            .await
+            .unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let memory = context(partitions);
+        let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).unwrap();
+        memory.register_table("t", Arc::new(mem)).unwrap();
+        for (sql, scanned) in queries {
+            let df = ctx.sql(sql).await.unwrap();
+            let plan = df.clone().create_physical_plan().await.unwrap();
+            let has_scan = {
+                fn find(plan: &Arc<dyn ExecutionPlan>) -> bool {
+                    plan.downcast_ref::<MiniblockScanExec>().is_some()
+                        || plan.children().into_iter().any(find)
+                }
+                find(&plan)
+            };
+            assert_eq!(has_scan, scanned, "{sql} at {partitions}p");
+            let ours = collect(plan, ctx.task_ctx()).await.unwrap();
+            let theirs = memory.sql(sql).await.unwrap().collect().await.unwrap();
+            assert_eq!(ours.len(), 1, "{sql}");
+            assert_eq!(ours[0].num_rows(), 1, "{sql}");
+            for c in 0..ours[0].num_columns() {
+                let (a, b) = (ours[0].column(c), theirs[0].column(c));
+                let bits = |x: &ArrayRef| -> Vec<u64> {
+                    if let Some(f) = x.as_any().downcast_ref::<Float64Array>() {
+                        f.values().iter().map(|v| v.to_bits()).collect()
+                    } else if let Some(f) = x.as_any().downcast_ref::<Float32Array>() {
+                        f.values().iter().map(|v| u64::from(v.to_bits())).collect()
+                    } else {
+                        Vec::new()
+                    }
+                };
+                assert_eq!(a.as_ref(), b.as_ref(), "{sql} column {c} at {partitions}p");
+                assert_eq!(bits(a), bits(b), "{sql} column {c} at {partitions}p");
+            }
+        }
+    }
+    // The NaN is what Arrow's min returns, so the check above saw it.
+    let memory = context(1);
+    let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).unwrap();
+    memory.register_table("t", Arc::new(mem)).unwrap();
+    let out = memory
+        .sql("SELECT min(n) FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let min = out[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Float32Array>()
+        .unwrap()
+        .value(0);
+    assert_eq!(min.to_bits(), 0xFFC0_0001);
+}
