@@ -482,6 +482,27 @@ async fn extremes_come_from_page_statistics_only_when_exact() {
         let table = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
             .await
             .unwrap();
+        {
+            use datafusion::catalog::TableProvider;
+            use datafusion::common::stats::Precision;
+            use datafusion::common::ScalarValue;
+            let stats = table.statistics().unwrap();
+            assert_eq!(stats.num_rows, Precision::Exact(10_000));
+            let i = &stats.column_statistics[0];
+            assert_eq!(
+                i.min_value,
+                Precision::Exact(ScalarValue::Int64(Some(-7_000)))
+            );
+            assert_eq!(
+                i.max_value,
+                Precision::Exact(ScalarValue::Int64(Some(22_997)))
+            );
+            assert_eq!(
+                stats.column_statistics[1].null_count,
+                Precision::Exact(2_000)
+            );
+            assert_eq!(stats.column_statistics[2].max_value, Precision::Absent);
+        }
         ctx.register_table("t", Arc::new(table)).unwrap();
         let memory = context(partitions);
         let mem = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).unwrap();
