@@ -125,8 +125,8 @@ impl TableProvider for MiniblockTable {
     }
 
     /// Every file whole: exact row counts, and each column's min, max and null count as a
-    /// scan of all rows reports them (exact where no value is NaN); `None` before the files are open
-    /// (a table that came through [`MiniblockCodec`](crate::MiniblockCodec)).
+    /// scan of all rows reports them (exact where no value is NaN); `None` before the
+    /// files are open (a table that came through [`MiniblockCodec`](crate::MiniblockCodec)).
     fn statistics(&self) -> Option<Statistics> {
         let units = self
             .files
