@@ -11,6 +11,8 @@
 //! condition and unknown otherwise.
 
 use datafusion::arrow::datatypes::DataType;
+use std::ops::Range;
+
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue};
 use miniblock::file::{FileReader, PageStats, StatValue};
@@ -31,7 +33,8 @@ pub(crate) fn column_statistics(
     }
 }
 
-/// The statistics of the pages `units` touch, and whether they cover whole pages only;
+/// The statistics of the pages `units` touch, and whether together they cover whole
+/// pages only;
 /// `None` when a file is not open or a page has no (valid) statistics.
 fn fold(files: &[ScanFile], units: &[&Unit], column: usize) -> Option<(PageStats, bool)> {
     let mut total = PageStats {
@@ -41,23 +44,45 @@ fn fold(files: &[ScanFile], units: &[&Unit], column: usize) -> Option<(PageStats
         nan_count: 0,
     };
     let mut exact = true;
-    for unit in units.iter().filter(|u| !u.rows.is_empty()) {
-        let reader: &FileReader<_> = files.get(unit.file)?.reader.get()?.reader();
+    for (file, rows) in runs(units) {
+        let reader: &FileReader<_> = files.get(file)?.reader.get()?.reader();
         let starts = reader.page_starts(column)?;
         // Pages `first..last` overlap the rows: page `i` holds `starts[i]..starts[i + 1]`.
         let first = starts
-            .partition_point(|&s| s <= unit.rows.start)
+            .partition_point(|&s| s <= rows.start)
             .checked_sub(1)?;
-        let last = starts.partition_point(|&s| s < unit.rows.end);
+        let last = starts.partition_point(|&s| s < rows.end);
         if last >= starts.len() || first >= last {
             return None;
         }
-        exact &= starts[first] == unit.rows.start && starts[last] == unit.rows.end;
+        exact &= starts[first] == rows.start && starts[last] == rows.end;
         for page in first..last {
             total.merge(&reader.page_stats(column, page).ok()??);
         }
     }
     Some((total, exact))
+}
+
+/// The rows of `units`, file by file, as sorted runs with touching or overlapping ones
+/// merged: partitions cut a file at any row, and between them they may still cover its
+/// pages whole (and each page is counted once).
+fn runs(units: &[&Unit]) -> Vec<(usize, Range<u64>)> {
+    let mut sorted: Vec<(usize, Range<u64>)> = units
+        .iter()
+        .filter(|u| !u.rows.is_empty())
+        .map(|u| (u.file, u.rows.clone()))
+        .collect();
+    sorted.sort_by_key(|(file, rows)| (*file, rows.start));
+    let mut out: Vec<(usize, Range<u64>)> = Vec::with_capacity(sorted.len());
+    for (file, rows) in sorted {
+        match out.last_mut() {
+            Some((f, last)) if *f == file && rows.start <= last.end => {
+                last.end = last.end.max(rows.end);
+            }
+            _ => out.push((file, rows)),
+        }
+    }
+    out
 }
 
 fn of(stats: &PageStats, exact: bool, data_type: &DataType) -> ColumnStatistics {

@@ -464,7 +464,9 @@ async fn extremes_come_from_page_statistics_only_when_exact() {
         page_values: Some(1_000),
         ..WriteOptions::default()
     };
-    write_mb(dir.path(), &batch, 2, options);
+    write_mb(&dir.path().join("two"), &batch, 2, options);
+    // One file: two partitions cut it within a page, and together cover its pages.
+    write_file(&dir.path().join("one.mb"), &batch, options);
     let queries = [
         (
             "SELECT count(*), min(i), max(i), min(z), max(z), count(z) FROM t",
@@ -477,9 +479,10 @@ async fn extremes_come_from_page_statistics_only_when_exact() {
             false,
         ),
     ];
-    for partitions in [1, 2] {
+    for (partitions, at) in [(1, "two"), (2, "two"), (2, "one.mb"), (3, "one.mb")] {
         let ctx = context(partitions);
-        let table = MiniblockTable::open(&ctx.state(), dir.path().to_str().unwrap())
+        let at = dir.path().join(at);
+        let table = MiniblockTable::open(&ctx.state(), at.to_str().unwrap())
             .await
             .unwrap();
         {
