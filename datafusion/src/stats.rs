@@ -10,9 +10,9 @@
 //! page's extremes still bound the rows' (inexact). Null counts are exact under the same
 //! condition and unknown otherwise.
 
-use datafusion::arrow::datatypes::DataType;
 use std::ops::Range;
 
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue};
 use miniblock::file::{FileReader, PageStats, StatValue};
@@ -34,8 +34,7 @@ pub(crate) fn column_statistics(
 }
 
 /// The statistics of the pages `units` touch, and whether together they cover whole
-/// pages only;
-/// `None` when a file is not open or a page has no (valid) statistics.
+/// pages only; `None` when a file is not open or a page has no (valid) statistics.
 fn fold(files: &[ScanFile], units: &[&Unit], column: usize) -> Option<(PageStats, bool)> {
     let mut total = PageStats {
         min: None,

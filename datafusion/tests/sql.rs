@@ -119,12 +119,14 @@ async fn scans_use_every_partition_and_keep_the_schema_metadata() {
     assert_eq!(df.schema().metadata()["source"], "pvlib tmy3");
 }
 
+/// The scan in `plan`, if it has one.
+fn scan_in(plan: &Arc<dyn ExecutionPlan>) -> Option<&MiniblockScanExec> {
+    plan.downcast_ref::<MiniblockScanExec>()
+        .or_else(|| plan.children().into_iter().find_map(scan_in))
+}
+
 fn find_scan(plan: &Arc<dyn ExecutionPlan>) -> &MiniblockScanExec {
-    fn find(plan: &Arc<dyn ExecutionPlan>) -> Option<&MiniblockScanExec> {
-        plan.downcast_ref::<MiniblockScanExec>()
-            .or_else(|| plan.children().into_iter().find_map(find))
-    }
-    find(plan).expect("a scan in the plan")
+    scan_in(plan).expect("a scan in the plan")
 }
 
 /// Ten columns, 819,200 rows, 100 pages each: `key` sorted (with jitter), the others
@@ -513,13 +515,7 @@ async fn extremes_come_from_page_statistics_only_when_exact() {
         for (sql, scanned) in queries {
             let df = ctx.sql(sql).await.unwrap();
             let plan = df.clone().create_physical_plan().await.unwrap();
-            let has_scan = {
-                fn find(plan: &Arc<dyn ExecutionPlan>) -> bool {
-                    plan.downcast_ref::<MiniblockScanExec>().is_some()
-                        || plan.children().into_iter().any(find)
-                }
-                find(&plan)
-            };
+            let has_scan = scan_in(&plan).is_some();
             assert_eq!(has_scan, scanned, "{sql} at {partitions}p");
             let ours = collect(plan, ctx.task_ctx()).await.unwrap();
             let theirs = memory.sql(sql).await.unwrap().collect().await.unwrap();
