@@ -8,10 +8,14 @@
 //! pages) and as 4 Parquet files (BYTE_STREAM_SPLIT, Zstd level 3, dictionary off), and
 //! kept under `target/bench-data` for later runs.
 //!
+//! The same rows are also written with [`SCAN_FIRST`], an `auto` that gives up size for
+//! faster decoding, so that one run shows what scanning at Parquet's speed costs in bytes.
+//!
 //! Timed (criterion, group `scan_1gib`): `SELECT count(*), min(c), max(c), avg(c) FROM t`
-//! for every column `c`, at 1 and 2 target partitions, through both. Counted (printed once
-//! per run, through an object store that counts what is read): a filter keeping 1% of the
-//! rows of `key`, and each column alone, against the bytes of the files.
+//! for every column `c`, at 1 and 2 target partitions, through each (`miniblock`,
+//! `miniblock-scan-first`, `parquet`). Counted (printed once per run, through an object
+//! store that counts what is read): a filter keeping 1% of the rows of `key`, and each
+//! column alone, against the bytes of the files; and each column's bytes in each table.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -26,9 +30,11 @@ use common::{write_mb, write_parquet, Counting};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use datafusion::arrow::array::{ArrayRef, Float32Array, Float64Array, Int64Array, RecordBatch};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use miniblock::encodings::Strategy;
 use miniblock::file::{FileReader, WriteOptions};
 use miniblock_datafusion::MiniblockTable;
 use object_store::local::LocalFileSystem;
+use parquet::file::reader::{FileReader as _, SerializedFileReader};
 use tokio::runtime::Runtime;
 
 const TABLE_BYTES: usize = 1 << 30;
@@ -36,6 +42,18 @@ const FILES: usize = 4;
 /// Bumped whenever the table's recipe or the writer's choices change, so that a stale copy
 /// is not reused.
 const RECIPE: &str = "v5";
+
+/// The strategy of the scan-first table: the fastest-decoding encoding at most 1.25x the
+/// smallest (`AutoOptions::with_min_gain`).
+const SCAN_FIRST: &str = "auto:0.2";
+
+/// The tables timed: a label, the folder under the table's folder, and whether it holds
+/// our column files (else Parquet's).
+const READERS: [(&str, &str, bool); 3] = [
+    ("miniblock", "mb", true),
+    ("miniblock-scan-first", "mb-scan-first", true),
+    ("parquet", "pq", false),
+];
 
 const SOURCES: &[&str] = &[
     "de421_mars.f64",
@@ -92,33 +110,54 @@ fn table() -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
 }
 
-/// The table's folder, written first if a finished copy is not there.
+/// The table's folder, its column files and Parquet files written first if a finished
+/// copy is not there, and its scan-first column files likewise.
 fn written() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../target/bench-data")
         .join(format!("scan-1gib-{RECIPE}"));
-    if dir.join("done").exists() {
-        return dir;
+    let mut batch = None;
+    if !dir.join("done").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        let batch = batch.insert(table());
+        eprintln!(
+            "scan_1gib: writing {} rows x {} columns ({} bytes of values)",
+            batch.num_rows(),
+            batch.num_columns(),
+            batch.get_array_memory_size()
+        );
+        let start = Instant::now();
+        write_mb(&dir.join("mb"), batch, FILES, WriteOptions::default());
+        let ours = start.elapsed();
+        let start = Instant::now();
+        write_parquet(&dir.join("pq"), batch, FILES);
+        eprintln!(
+            "scan_1gib: written in {:.1} s (column files, auto) and {:.1} s (Parquet)",
+            ours.as_secs_f64(),
+            start.elapsed().as_secs_f64()
+        );
+        std::fs::write(dir.join("done"), "").unwrap();
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let batch = table();
-    eprintln!(
-        "scan_1gib: writing {} rows x {} columns ({} bytes of values)",
-        batch.num_rows(),
-        batch.num_columns(),
-        batch.get_array_memory_size()
-    );
-    let start = Instant::now();
-    write_mb(&dir.join("mb"), &batch, FILES, WriteOptions::default());
-    let ours = start.elapsed();
-    let start = Instant::now();
-    write_parquet(&dir.join("pq"), &batch, FILES);
-    eprintln!(
-        "scan_1gib: written in {:.1} s (column files, auto) and {:.1} s (Parquet)",
-        ours.as_secs_f64(),
-        start.elapsed().as_secs_f64()
-    );
-    std::fs::write(dir.join("done"), "").unwrap();
+    // The marker lies beside the folder: a table over the folder reads every file in it.
+    let marker = dir.join(format!("scan-first-done-{SCAN_FIRST}"));
+    if !marker.exists() {
+        let scan_first = dir.join("mb-scan-first");
+        let _ = std::fs::remove_dir_all(&scan_first);
+        let batch = batch.get_or_insert_with(table);
+        let start = Instant::now();
+        let strategy = SCAN_FIRST.parse::<Strategy>().unwrap();
+        write_mb(
+            &scan_first,
+            batch,
+            FILES,
+            WriteOptions::default().with_strategy(strategy),
+        );
+        eprintln!(
+            "scan_1gib: written in {:.1} s (column files, {SCAN_FIRST})",
+            start.elapsed().as_secs_f64()
+        );
+        std::fs::write(marker, "").unwrap();
+    }
     dir
 }
 
@@ -141,30 +180,41 @@ fn column_bytes(dir: &Path, columns: usize) -> Vec<u64> {
     sums
 }
 
+/// Each column's compressed bytes in the folder's Parquet files (its column chunks).
+fn parquet_column_bytes(dir: &Path, columns: usize) -> Vec<u64> {
+    let mut sums = vec![0; columns];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let file = std::fs::File::open(entry.unwrap().path()).unwrap();
+        let reader = SerializedFileReader::new(file).unwrap();
+        for group in reader.metadata().row_groups() {
+            for (c, sum) in sums.iter_mut().enumerate() {
+                *sum += group.column(c).compressed_size() as u64;
+            }
+        }
+    }
+    sums
+}
+
 /// A session of `partitions` whose local files are read through `store`, with the table
-/// `t` over the folder's column files (`ours`) or its Parquet files.
+/// `t` over the folder `sub` of `dir`: column files (`ours`) or Parquet files.
 async fn session(
     dir: &Path,
-    ours: bool,
+    (sub, ours): (&str, bool),
     partitions: usize,
     store: Arc<Counting>,
 ) -> SessionContext {
     let ctx =
         SessionContext::new_with_config(SessionConfig::new().with_target_partitions(partitions));
     ctx.register_object_store(&url::Url::parse("file://").unwrap(), store);
+    let path = dir.join(sub);
+    let path = path.to_str().unwrap();
     if ours {
-        let table = MiniblockTable::open(&ctx.state(), dir.join("mb").to_str().unwrap())
-            .await
-            .unwrap();
+        let table = MiniblockTable::open(&ctx.state(), path).await.unwrap();
         ctx.register_table("t", Arc::new(table)).unwrap();
     } else {
-        ctx.register_parquet(
-            "t",
-            dir.join("pq").to_str().unwrap(),
-            ParquetReadOptions::default(),
-        )
-        .await
-        .unwrap();
+        ctx.register_parquet("t", path, ParquetReadOptions::default())
+            .await
+            .unwrap();
     }
     ctx
 }
@@ -197,6 +247,18 @@ fn same_answers(ours: &[RecordBatch], theirs: &[RecordBatch], sql: &str) {
 fn count_bytes(rt: &Runtime, dir: &Path, names: &[String], rows: u64) {
     let files = [folder_bytes(&dir.join("mb")), folder_bytes(&dir.join("pq"))];
     let own = column_bytes(&dir.join("mb"), names.len());
+    let scan_first = column_bytes(&dir.join("mb-scan-first"), names.len());
+    let parquet = parquet_column_bytes(&dir.join("pq"), names.len());
+    for (c, name) in names.iter().enumerate() {
+        println!(
+            "scan_1gib: bytes of {name}: column files {} (auto), {} ({SCAN_FIRST}, {:.3}x), Parquet {} ({:.3}x auto's)",
+            own[c],
+            scan_first[c],
+            scan_first[c] as f64 / own[c] as f64,
+            parquet[c],
+            parquet[c] as f64 / own[c] as f64
+        );
+    }
     println!(
         "scan_1gib: {rows} rows; column files {} bytes, Parquet {} bytes",
         files[0], files[1]
@@ -204,7 +266,13 @@ fn count_bytes(rt: &Runtime, dir: &Path, names: &[String], rows: u64) {
     let fetched = |ours: bool, sql: &str| {
         rt.block_on(async {
             let store = Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
-            let ctx = session(dir, ours, 2, Arc::clone(&store)).await;
+            let ctx = session(
+                dir,
+                (if ours { "mb" } else { "pq" }, ours),
+                2,
+                Arc::clone(&store),
+            )
+            .await;
             store.reset();
             let out = run(&ctx, sql).await;
             (store.bytes(), out)
@@ -251,7 +319,7 @@ fn scans(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
     let store = || Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
     let (names, rows) = rt.block_on(async {
-        let ctx = session(&dir, true, 1, store()).await;
+        let ctx = session(&dir, ("mb", true), 1, store()).await;
         let schema = ctx.table("t").await.unwrap().schema().clone();
         let rows = run(&ctx, "SELECT count(*) FROM t").await[0]
             .column(0)
@@ -267,15 +335,16 @@ fn scans(c: &mut Criterion) {
     let mut group = c.benchmark_group("scan_1gib");
     group.sample_size(10);
     for partitions in [1, 2] {
-        let contexts =
-            [true, false].map(|ours| rt.block_on(session(&dir, ours, partitions, store())));
+        let contexts = READERS
+            .map(|(_, sub, ours)| rt.block_on(session(&dir, (sub, ours), partitions, store())));
         for name in &names {
             let sql = format!(
                 "SELECT count(*), min(\"{name}\"), max(\"{name}\"), avg(\"{name}\") FROM t"
             );
             let answers = contexts.each_ref().map(|ctx| rt.block_on(run(ctx, &sql)));
-            same_answers(&answers[0], &answers[1], &sql);
-            for (ctx, reader) in contexts.iter().zip(["miniblock", "parquet"]) {
+            same_answers(&answers[0], &answers[2], &sql);
+            same_answers(&answers[1], &answers[2], &sql);
+            for (ctx, (reader, _, _)) in contexts.iter().zip(READERS) {
                 group.bench_function(
                     BenchmarkId::new(format!("{name}/{reader}"), format!("{partitions}p")),
                     |b| b.iter(|| rt.block_on(run(ctx, &sql))),

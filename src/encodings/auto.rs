@@ -46,12 +46,12 @@
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed in chunks of the default size (plain,
 //!   bss, lz4, bss+lz4, bitpack, dict, delta, delta+lz4, alp, alp-rd, alp+lz4, dict+zstd,
-//!   alp+ans, delta+ans, bss+zstd, zstd, delta+zstd, alp+zstd); walking from
-//!   the fastest, a slower candidate replaces the current pick
-//!   only if it is at least `min_gain` smaller and saves at least `min_gain / 8` of the
-//!   values' bytes (so a page every candidate shrinks to almost nothing, such as a
-//!   sorted key, keeps the fastest). `min_gain = 0` picks the smallest;
-//!   the default, [`DEFAULT_MIN_GAIN`], gives up to 3% of size for faster decoding;
+//!   alp+ans, delta+ans, bss+zstd, zstd, delta+zstd, alp+zstd); the pick is the
+//!   fastest whose estimate is at most `1 / (1 - min_gain)` times the smallest, or
+//!   less than `min_gain / 8` of the values' bytes above it (so a page every candidate
+//!   shrinks to almost nothing, such as a sorted key, keeps the fastest). `min_gain = 0`
+//!   picks the smallest; the default, [`DEFAULT_MIN_GAIN`], gives up to about 3% of size
+//!   for faster decoding; `auto:0.3` up to about 43%;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
 //!   encoder, not encoded twice; and what candidates derive from a chunk before storing
 //!   it (ALP's scale, integers and exceptions, shared by `alp+zstd` and `alp+ans`;
@@ -100,8 +100,8 @@ use super::{
 };
 use crate::error::{Error, Result};
 
-/// The `min_gain` of [`AutoOptions::default`]: a slower-decoding encoding must be 3%
-/// smaller to be picked.
+/// The `min_gain` of [`AutoOptions::default`]: `auto` gives up to about 3% of size for
+/// faster decoding.
 pub const DEFAULT_MIN_GAIN: f64 = 0.03;
 
 /// Largest trial window: chunks above this size are sampled by their first bytes.
@@ -198,8 +198,10 @@ impl AutoOptions {
         Ok(self)
     }
 
-    /// A slower-decoding encoding is picked only if it is at least `min_gain` (a fraction,
-    /// 0 to below 1) smaller than the faster pick: 0 favours size alone.
+    /// The fastest-decoding candidate is picked among those at most `1 / (1 - min_gain)`
+    /// times the smallest estimate (`min_gain` a fraction, 0 to below 1): a slower one is
+    /// picked only when every faster one is further above the smallest. 0 favours size
+    /// alone.
     pub fn with_min_gain(mut self, min_gain: f64) -> Result<Self> {
         if !(0.0..1.0).contains(&min_gain) {
             return Err(Error::invalid(format!(
@@ -245,6 +247,28 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
         _ => return false,
     };
     candidates.contains(&by)
+}
+
+/// The index of the fastest estimate (they come fastest first) within the size budget
+/// that the smallest one and `min_gain` set: at most `1 / (1 - min_gain)` times the
+/// smallest, or less than `min_gain / 8` of the values' bytes above it (where every
+/// candidate shrinks the page to almost nothing, a sorted key or a constant, a few bytes
+/// do not pay for slower decoding). 0 when there is no estimate.
+///
+/// The budget is set by the smallest, not by each faster pick in turn: the pick is then
+/// never more than the budget above the smallest, and a larger `min_gain` never picks a
+/// smaller, slower-ranked encoding than a smaller one does.
+fn fastest_within(estimates: &[(Encoding, Option<f64>)], min_gain: f64) -> usize {
+    let smallest = estimates
+        .iter()
+        .filter_map(|&(_, r)| r)
+        .fold(f64::INFINITY, f64::min);
+    estimates
+        .iter()
+        .position(|&(_, r)| {
+            r.is_some_and(|r| r * (1.0 - min_gain) <= smallest || r - smallest < min_gain / 8.0)
+        })
+        .unwrap_or(0)
 }
 
 /// Encodings from the fastest to decode to the slowest, in 4 KiB chunks: there each
@@ -830,19 +854,7 @@ impl AutoChooser {
                 }
             }
         }
-        // Fastest first: a slower candidate must be min_gain smaller, and save at least
-        // min_gain / 8 of the raw bytes: where every candidate shrinks the page to almost
-        // nothing (a sorted key, a constant), a few bytes do not pay for slower decoding.
-        let mut best: Option<(usize, f64)> = None;
-        for (i, &(_, ratio)) in estimates.iter().enumerate() {
-            let Some(ratio) = ratio else { continue };
-            let pays =
-                |b: f64| ratio < b * (1.0 - self.min_gain) && b - ratio >= self.min_gain / 8.0;
-            if best.is_none_or(|(_, b)| pays(b)) {
-                best = Some((i, ratio));
-            }
-        }
-        let index = best.map_or(0, |(i, _)| i);
+        let index = fastest_within(&estimates, self.min_gain);
         let mut encoded_chunks = std::mem::take(&mut trial.encoded[index]);
         encoded_chunks.sort_by_key(|c| c.index);
         // The pick, when it learns from the page and its sample likely missed some of
@@ -960,6 +972,57 @@ mod tests {
             index,
             storage: ChunkStorage::Raw,
             bytes: vec![0; len],
+        }
+    }
+
+    /// The pick is the fastest within the budget the smallest sets, so a larger
+    /// `min_gain` never picks a smaller estimate, and never one more than the budget
+    /// above the smallest. The estimates are a grid's (fastest first: lz4, bss+lz4,
+    /// delta+ans), where a rule comparing each candidate with the faster pick before it
+    /// kept lz4 at 0.3 but took bss+lz4 at 0.2.
+    #[test]
+    fn a_larger_min_gain_picks_faster_within_its_budget() {
+        let estimates = [
+            (Encoding::Lz4, Some(0.6502)),
+            (Encoding::BssLz4, Some(0.5007)),
+            (Encoding::Dict, None),
+            (Encoding::DeltaAns, Some(0.4061)),
+        ];
+        let picks: Vec<usize> = [0.0, 0.03, 0.2, 0.3, 0.4, 0.9]
+            .iter()
+            .map(|&g| fastest_within(&estimates, g))
+            .collect();
+        assert_eq!(picks, [3, 3, 1, 1, 0, 0]);
+        let mut seed = 3u64;
+        for _ in 0..2000 {
+            let estimates: Vec<(Encoding, Option<f64>)> = SPEED_ORDER
+                .iter()
+                .map(|&e| {
+                    let r = crate::encodings::xorshift(&mut seed);
+                    (
+                        e,
+                        (!r.is_multiple_of(5)).then(|| (r % 1000) as f64 / 1000.0 + 0.01),
+                    )
+                })
+                .collect();
+            let smallest = estimates
+                .iter()
+                .filter_map(|e| e.1)
+                .fold(f64::INFINITY, f64::min);
+            let mut last = usize::MAX;
+            for gain in [0.0, 0.01, 0.03, 0.1, 0.2, 0.3, 0.5, 0.9] {
+                let i = fastest_within(&estimates, gain);
+                let Some(r) = estimates[i].1 else {
+                    assert!(estimates.iter().all(|e| e.1.is_none()));
+                    continue;
+                };
+                assert!(r * (1.0 - gain) <= smallest || r - smallest < gain / 8.0);
+                assert!(estimates[..i].iter().all(|e| e
+                    .1
+                    .is_none_or(|f| f * (1.0 - gain) > smallest && f - smallest >= gain / 8.0)));
+                assert!(i <= last, "{gain}: {i} after {last}");
+                last = i;
+            }
         }
     }
 
