@@ -511,6 +511,97 @@ fn dictionary_page_buffers_round_trip_and_are_checked() {
 /// Every page's statistics are in the footer; a scan with a filter reads only the pages
 /// whose statistics may match (here about 1% of a sorted column's pages, and a few
 /// percent of the file's bytes), and the rows it returns include every matching row.
+/// `verify` compares every page's recorded statistics with those of its decoded values:
+/// footers whose statistics are well formed (they pass the reader's checks and the file
+/// reads) but untrue are corrupt there, down to the sign of a zero; pages without
+/// statistics are not judged.
+#[test]
+fn verify_checks_page_statistics_against_the_values() {
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float32, true)]));
+    // Page 0 has nulls, page 1 a NaN, page 2 a -0.0 as its smallest value.
+    let x: ArrayRef = Arc::new(Float32Array::from_iter((0..3_000).map(|i| match i {
+        _ if i < 1_000 && i % 10 == 3 => None,
+        1_500 => Some(f32::NAN),
+        2_400 => Some(-0.0),
+        _ => Some((i % 1_000) as f32 * 0.25),
+    })));
+    let options = WriteOptions {
+        page_values: Some(1_000),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema.clone(), vec![x.clone()]).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    let summary = FileReader::open(Cursor::new(bytes.clone()))
+        .unwrap()
+        .verify()
+        .unwrap();
+    assert_eq!(
+        (summary.pages, summary.page_stats, summary.nulls),
+        (3, 3, 100)
+    );
+
+    let lies: [(&str, usize, Lie); 4] = [
+        (
+            "a lower min",
+            1,
+            Box::new(|p| {
+                p.statistics.as_mut().unwrap().min = Some((-1.0f32).to_le_bytes().to_vec());
+            }),
+        ),
+        (
+            "a null too many",
+            0,
+            Box::new(|p| p.statistics.as_mut().unwrap().null_count += 1),
+        ),
+        (
+            "no NaN",
+            1,
+            Box::new(|p| p.statistics.as_mut().unwrap().nan_count = 0),
+        ),
+        (
+            "+0.0 for -0.0",
+            2,
+            Box::new(|p| {
+                let stats = p.statistics.as_mut().unwrap();
+                assert_eq!(stats.min, Some((-0.0f32).to_le_bytes().to_vec()));
+                stats.min = Some(0.0f32.to_le_bytes().to_vec());
+            }),
+        ),
+    ];
+    for (what, page, lie) in lies {
+        let lying = with_footer(&bytes, |f| lie(&mut f.columns[0].pages[page]));
+        let mut reader = FileReader::open(Cursor::new(lying)).unwrap();
+        assert!(reader.page_stats(0, page).unwrap().is_some(), "{what}");
+        assert_eq!(
+            reader.read_column(0).unwrap().as_ref(),
+            x.as_ref(),
+            "{what}"
+        );
+        let err = reader.verify().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Corrupt, "{what}: {err}");
+        assert!(
+            err.to_string().contains("page statistics disagree")
+                && err.to_string().contains(&format!("page {page}")),
+            "{what}: {err}"
+        );
+    }
+
+    // A file written before statistics existed: nothing to compare.
+    let old = with_footer(&bytes, |f| {
+        for page in &mut f.columns[0].pages {
+            page.statistics = None;
+        }
+    });
+    let summary = FileReader::open(Cursor::new(old))
+        .unwrap()
+        .verify()
+        .unwrap();
+    assert_eq!((summary.pages, summary.page_stats), (3, 0));
+}
+
 #[test]
 fn page_statistics_prune_scans() {
     use miniblock::file::{PageStats, ScanOptions, StatValue, StatsFilter};

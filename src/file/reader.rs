@@ -519,6 +519,19 @@ impl<R: Read + Seek> FileReader<R> {
                     )?
                     .with_data_type(field.data_type())?;
                     let array = decoder.decode()?;
+                    if let Some(recorded) = &page.statistics {
+                        // Pruning and statistics-only answers trust these: a footer whose
+                        // figures are well formed but untrue is caught only here.
+                        let recorded =
+                            PageStats::from_proto(recorded, field.data_type(), page.num_values)?;
+                        let actual = PageStats::of(array.as_ref());
+                        if !recorded.same_as(&actual) {
+                            return Err(Error::corrupt(format!(
+                                "page statistics disagree with the page's values: the footer records {recorded}, the values have {actual}"
+                            )));
+                        }
+                        summary.page_stats += 1;
+                    }
                     summary.nulls += array.null_count() as u64;
                     summary.chunks += chunks;
                     Ok(())
@@ -559,6 +572,9 @@ pub struct VerifySummary {
     pub bytes: u64,
     /// Nulls found.
     pub nulls: u64,
+    /// Pages whose recorded statistics equal those of their decoded values (pages written
+    /// before statistics have none).
+    pub page_stats: u64,
 }
 
 /// Checks every count and offset in the footer; returns the schema and each column's page

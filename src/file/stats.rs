@@ -2,7 +2,9 @@
 //! null count and, for floats, the NaN count. The writer stores them in the footer
 //! (`Page.statistics`, field 104), so a reader can tell which pages a range of values may
 //! touch without reading them, and `inspect` can print a column's extremes without
-//! decoding it.
+//! decoding it. `FileReader::verify` checks them against each page's decoded values: a
+//! footer whose statistics are well formed but untrue misleads pruning and answers
+//! taken from statistics alone, and nothing else reads the values to notice.
 //!
 //! Values are ordered as their type orders them: floats by value (-0.0 before +0.0, NaN
 //! left out and counted), signed integers, dates, times, timestamps, durations and
@@ -11,6 +13,7 @@
 //! carry only counts. The extremes are stored as the value's own little-endian bytes.
 
 use std::cmp::Ordering;
+use std::fmt;
 
 use arrow_array::Array;
 use arrow_schema::DataType;
@@ -128,6 +131,30 @@ pub struct PageStats {
     pub nan_count: u64,
 }
 
+impl fmt::Display for StatValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // Debug keeps the sign of -0.0 and every digit needed to read the value back.
+            StatValue::Float(v) => write!(f, "{v:?}"),
+            StatValue::Int(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+impl fmt::Display for PageStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let extreme = |v: Option<StatValue>| v.map_or("none".to_owned(), |v| v.to_string());
+        write!(
+            f,
+            "min {}, max {}, {} null(s), {} NaN(s)",
+            extreme(self.min),
+            extreme(self.max),
+            self.null_count,
+            self.nan_count
+        )
+    }
+}
+
 impl PageStats {
     /// The statistics of `array`'s values.
     pub fn of(array: &dyn Array) -> Self {
@@ -177,6 +204,20 @@ impl PageStats {
             }
         }
         stats
+    }
+
+    /// Whether `other` records exactly these statistics: the same counts, and extremes
+    /// equal in their column's order (so -0.0 is not 0.0).
+    pub fn same_as(&self, other: &PageStats) -> bool {
+        let same = |a: Option<StatValue>, b: Option<StatValue>| match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.compare(b) == Some(Ordering::Equal),
+            _ => false,
+        };
+        self.null_count == other.null_count
+            && self.nan_count == other.nan_count
+            && same(self.min, other.min)
+            && same(self.max, other.max)
     }
 
     /// Folds `other` (statistics of more values of the same column) in.

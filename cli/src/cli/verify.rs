@@ -1,4 +1,5 @@
-//! `miniblock verify FILE`: every checksum checked and every page decoded.
+//! `miniblock verify FILE`: every checksum checked, every page decoded, and every page's
+//! statistics compared with its values.
 
 use std::io::BufReader;
 use std::path::PathBuf;
@@ -33,12 +34,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             continue;
         }
         say!(
-            "{shown}: ok: {} column(s), {} page(s), {} chunk(s) decoded, {} bytes and {} chunk checksum(s) verified, {} null(s)",
+            "{shown}: ok: {} column(s), {} page(s), {} chunk(s) decoded, {} bytes and {} chunk checksum(s) verified, {} page statistics matched, {} null(s)",
             summary.columns,
             summary.pages,
             summary.chunks,
             summary.bytes,
             summary.chunk_checksums,
+            summary.page_stats,
             summary.nulls
         )?;
     }
