@@ -977,9 +977,9 @@ mod tests {
 
     /// The pick is the fastest within the budget the smallest sets, so a larger
     /// `min_gain` never picks a smaller estimate, and never one more than the budget
-    /// above the smallest. The estimates are a grid's (fastest first: lz4, bss+lz4,
+    /// above the smallest. The estimates are SLP's (fastest first: lz4, bss+lz4,
     /// delta+ans), where a rule comparing each candidate with the faster pick before it
-    /// kept lz4 at 0.3 but took bss+lz4 at 0.2.
+    /// took bss+lz4 at 0.2 but delta+ans, the smallest and slowest, at 0.3.
     #[test]
     fn a_larger_min_gain_picks_faster_within_its_budget() {
         let estimates = [
