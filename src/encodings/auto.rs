@@ -255,9 +255,8 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
 /// candidate shrinks the page to almost nothing, a sorted key or a constant, a few bytes
 /// do not pay for slower decoding). 0 when there is no estimate.
 ///
-/// The budget is set by the smallest, not by each faster pick in turn: the pick is then
-/// never more than the budget above the smallest, and a larger `min_gain` never picks a
-/// smaller, slower-ranked encoding than a smaller one does.
+/// The budget is set by the smallest, not by each faster pick in turn, so a larger
+/// `min_gain` never picks a smaller, slower-ranked encoding than a smaller one does.
 fn fastest_within(estimates: &[(Encoding, Option<f64>)], min_gain: f64) -> usize {
     let smallest = estimates
         .iter()
