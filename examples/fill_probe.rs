@@ -28,6 +28,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .is_some_and(|e| e.eq_ignore_ascii_case("f64"));
     let width = if is_f64 { 8 } else { 4 };
     let bytes = std::fs::read(path)?;
+    if bytes.len() % width != 0 {
+        return Err(format!(
+            "{path}: {} bytes, not whole {width}-byte values",
+            bytes.len()
+        )
+        .into());
+    }
     let values: Vec<&[u8]> = bytes.chunks_exact(width).collect();
     if values.is_empty() {
         return Err("no values".into());
@@ -38,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let (fill, count) = counts
         .into_iter()
-        .max_by_key(|&(v, c)| (c, v.to_vec()))
+        .max_by_key(|&(v, c)| (c, v))
         .ok_or("no values")?;
     let runs = values
         .iter()

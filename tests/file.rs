@@ -31,6 +31,15 @@ fn columns(rows: usize) -> (ArrayRef, ArrayRef) {
     (a, b)
 }
 
+/// A file of `columns` of `schema` written in one batch.
+fn one_batch(schema: &Arc<Schema>, columns: Vec<ArrayRef>, options: WriteOptions) -> Vec<u8> {
+    let mut writer = FileWriter::try_new(Vec::new(), schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema.clone(), columns).unwrap())
+        .unwrap();
+    writer.finish().unwrap()
+}
+
 /// Writes `rows` rows in batches of the given sizes (cycled).
 fn write_file(
     rows: usize,
@@ -302,11 +311,7 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
         ],
         metadata.clone(),
     ));
-    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
-    writer
-        .write_batch(&RecordBatch::try_new(schema.clone(), vec![a.clone(), b.clone()]).unwrap())
-        .unwrap();
-    let bytes = writer.finish().unwrap();
+    let bytes = one_batch(&schema, vec![a.clone(), b.clone()], options);
     let open = || FileReader::open(Cursor::new(bytes.clone())).unwrap();
     // b then a, 7,000 rows a batch, rows 1,234..45,678: batches cut across pages
     let read = Arc::new(AtomicU64::new(0));
@@ -452,11 +457,7 @@ fn dictionary_page_buffers_round_trip_and_are_checked() {
             page_values: Some(20_000),
             ..WriteOptions::default()
         };
-        let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
-        writer
-            .write_batch(&RecordBatch::try_new(schema.clone(), vec![codes.clone()]).unwrap())
-            .unwrap();
-        let bytes = writer.finish().unwrap();
+        let bytes = one_batch(&schema, vec![codes.clone()], options);
         let mut reader = FileReader::open(Cursor::new(bytes.clone())).unwrap();
         let pages = reader.footer().columns[0].pages.clone();
         assert_eq!(pages.len(), 3);
@@ -529,11 +530,7 @@ fn verify_checks_page_statistics_against_the_values() {
         page_values: Some(1_000),
         ..WriteOptions::default()
     };
-    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
-    writer
-        .write_batch(&RecordBatch::try_new(schema.clone(), vec![x.clone()]).unwrap())
-        .unwrap();
-    let bytes = writer.finish().unwrap();
+    let bytes = one_batch(&schema, vec![x.clone()], options);
     let summary = FileReader::open(Cursor::new(bytes.clone()))
         .unwrap()
         .verify()
@@ -622,11 +619,7 @@ fn page_statistics_prune_scans() {
         page_values: Some(4_000),
         ..WriteOptions::default()
     };
-    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
-    writer
-        .write_batch(&RecordBatch::try_new(schema.clone(), vec![t.clone(), x.clone()]).unwrap())
-        .unwrap();
-    let bytes = writer.finish().unwrap();
+    let bytes = one_batch(&schema, vec![t.clone(), x.clone()], options);
     let reader = FileReader::open(Cursor::new(bytes.clone())).unwrap();
     // Statistics of the whole columns, from the footer alone.
     let t_stats = reader.column_stats(0).unwrap().unwrap();

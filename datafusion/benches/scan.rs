@@ -47,9 +47,12 @@ const RECIPE: &str = "v5";
 /// smallest (`AutoOptions::with_min_gain`).
 const SCAN_FIRST: &str = "auto:0.2";
 
-/// The tables timed: a label, the folder under the table's folder, and whether it holds
-/// our column files (else Parquet's).
-const READERS: [(&str, &str, bool); 3] = [
+/// A table timed: a label, its folder under the table's folder, and whether it holds our
+/// column files (else Parquet's).
+type Reader = (&'static str, &'static str, bool);
+
+/// The tables timed; the first is `auto`'s, the last Parquet's.
+const READERS: [Reader; 3] = [
     ("miniblock", "mb", true),
     ("miniblock-scan-first", "mb-scan-first", true),
     ("parquet", "pq", false),
@@ -196,10 +199,10 @@ fn parquet_column_bytes(dir: &Path, columns: usize) -> Vec<u64> {
 }
 
 /// A session of `partitions` whose local files are read through `store`, with the table
-/// `t` over the folder `sub` of `dir`: column files (`ours`) or Parquet files.
+/// `t` over `reader`'s folder of `dir`: column files (`ours`) or Parquet files.
 async fn session(
     dir: &Path,
-    (sub, ours): (&str, bool),
+    (_, sub, ours): Reader,
     partitions: usize,
     store: Arc<Counting>,
 ) -> SessionContext {
@@ -263,16 +266,10 @@ fn count_bytes(rt: &Runtime, dir: &Path, names: &[String], rows: u64) {
         "scan_1gib: {rows} rows; column files {} bytes, Parquet {} bytes",
         files[0], files[1]
     );
-    let fetched = |ours: bool, sql: &str| {
+    let fetched = |reader: Reader, sql: &str| {
         rt.block_on(async {
             let store = Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
-            let ctx = session(
-                dir,
-                (if ours { "mb" } else { "pq" }, ours),
-                2,
-                Arc::clone(&store),
-            )
-            .await;
+            let ctx = session(dir, reader, 2, Arc::clone(&store)).await;
             store.reset();
             let out = run(&ctx, sql).await;
             (store.bytes(), out)
@@ -284,8 +281,8 @@ fn count_bytes(rt: &Runtime, dir: &Path, names: &[String], rows: u64) {
         a = names[1],
         b = names[names.len() - 1]
     );
-    let (ours, answer) = fetched(true, &sql);
-    let (theirs, same) = fetched(false, &sql);
+    let (ours, answer) = fetched(READERS[0], &sql);
+    let (theirs, same) = fetched(READERS[2], &sql);
     same_answers(&answer, &same, &sql);
     let count = answer[0]
         .column(0)
@@ -301,8 +298,8 @@ fn count_bytes(rt: &Runtime, dir: &Path, names: &[String], rows: u64) {
     for (name, own) in names.iter().zip(own) {
         // Not min or max alone: Parquet answers those from its footer's statistics.
         let sql = format!("SELECT count(*), avg(\"{name}\") FROM t");
-        let (ours, answer) = fetched(true, &sql);
-        let (theirs, same) = fetched(false, &sql);
+        let (ours, answer) = fetched(READERS[0], &sql);
+        let (theirs, same) = fetched(READERS[2], &sql);
         same_answers(&answer, &same, &sql);
         println!(
             "scan_1gib: 1 column of {}, {name}: column files {ours} bytes ({:.2}% of the files, {:.3}x the column's own bytes), Parquet {theirs} bytes ({:.2}%)",
@@ -319,7 +316,7 @@ fn scans(c: &mut Criterion) {
     let rt = Runtime::new().unwrap();
     let store = || Arc::new(Counting::new(Arc::new(LocalFileSystem::new())));
     let (names, rows) = rt.block_on(async {
-        let ctx = session(&dir, ("mb", true), 1, store()).await;
+        let ctx = session(&dir, READERS[0], 1, store()).await;
         let schema = ctx.table("t").await.unwrap().schema().clone();
         let rows = run(&ctx, "SELECT count(*) FROM t").await[0]
             .column(0)
@@ -335,8 +332,8 @@ fn scans(c: &mut Criterion) {
     let mut group = c.benchmark_group("scan_1gib");
     group.sample_size(10);
     for partitions in [1, 2] {
-        let contexts = READERS
-            .map(|(_, sub, ours)| rt.block_on(session(&dir, (sub, ours), partitions, store())));
+        let contexts =
+            READERS.map(|reader| rt.block_on(session(&dir, reader, partitions, store())));
         for name in &names {
             let sql = format!(
                 "SELECT count(*), min(\"{name}\"), max(\"{name}\"), avg(\"{name}\") FROM t"

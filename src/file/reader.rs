@@ -525,7 +525,7 @@ impl<R: Read + Seek> FileReader<R> {
                         let recorded =
                             PageStats::from_proto(recorded, field.data_type(), page.num_values)?;
                         let actual = PageStats::of(array.as_ref());
-                        if !recorded.same_as(&actual) {
+                        if recorded != actual {
                             return Err(Error::corrupt(format!(
                                 "page statistics disagree with the page's values: the footer records {recorded}, the values have {actual}"
                             )));

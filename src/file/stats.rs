@@ -22,13 +22,20 @@ use half::f16;
 use crate::error::{Error, Result};
 use crate::proto::file as pb;
 
-/// A value's place in its column's order.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A value's place in its column's order. Two are equal when they are the same value in
+/// that order, so a float's -0.0 is not +0.0.
+#[derive(Debug, Clone, Copy)]
 pub enum StatValue {
     /// A float column's value (never NaN).
     Float(f64),
     /// An integer, temporal or decimal column's value.
     Int(i128),
+}
+
+impl PartialEq for StatValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.compare(*other) == Some(Ordering::Equal)
+    }
 }
 
 impl StatValue {
@@ -206,20 +213,6 @@ impl PageStats {
         stats
     }
 
-    /// Whether `other` records exactly these statistics: the same counts, and extremes
-    /// equal in their column's order (so -0.0 is not 0.0).
-    pub fn same_as(&self, other: &PageStats) -> bool {
-        let same = |a: Option<StatValue>, b: Option<StatValue>| match (a, b) {
-            (None, None) => true,
-            (Some(a), Some(b)) => a.compare(b) == Some(Ordering::Equal),
-            _ => false,
-        };
-        self.null_count == other.null_count
-            && self.nan_count == other.nan_count
-            && same(self.min, other.min)
-            && same(self.max, other.max)
-    }
-
     /// Folds `other` (statistics of more values of the same column) in.
     pub fn merge(&mut self, other: &PageStats) {
         self.null_count += other.null_count;
@@ -351,7 +344,9 @@ mod tests {
             PageStats::from_proto(&proto, &DataType::Float32, 6).unwrap(),
             stats
         );
-        // -0.0 is below +0.0.
+        // -0.0 is below +0.0, and not equal to it.
+        assert_ne!(StatValue::Float(-0.0), StatValue::Float(0.0));
+        assert_ne!(StatValue::Float(1.0), StatValue::Int(1));
         let zeros = PageStats::of(&Float32Array::from(vec![0.0, -0.0]));
         assert_eq!(
             zeros
