@@ -1,21 +1,17 @@
 //! What a raw `.f32`/`.f64` file's most frequent value (a fill value, typically) costs:
 //! its share of the values and how many runs it makes, then the file encoded in 1 MiB
-//! pages with a strategy (default `auto`) as it is and with that value taken out, each
+//! pages with an `auto` strategy (default `auto`) without and with its fill layer, each
 //! decoded page by page (best of `REPS` passes, default 20, of a fresh `PageDecoder`
-//! and `decode()` per page).
+//! and `decode()` per page), with the encodings its pages took.
 //!
 //! `cargo run --release --example fill_probe -- FILE [STRATEGY]`
-//!
-//! The last line scales the time a value of what is left by the share left: what a
-//! layer storing the fill value's runs and encoding only the other values could decode
-//! at, before the cost of putting the fills back.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
 use arrow_array::{ArrayRef, Float32Array, Float64Array};
-use miniblock::encodings::Strategy;
+use miniblock::encodings::{short_name, Strategy};
 use miniblock::{encode_page, PageDecoder};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -52,11 +48,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .enumerate()
         .filter(|&(i, v)| *v == fill && (i == 0 || values[i - 1] != fill))
         .count();
-    let kept: Vec<u8> = values
-        .iter()
-        .filter(|v| **v != fill)
-        .flat_map(|v| v.iter().copied())
-        .collect();
     let shown = if width == 8 {
         format!("{:?}", f64::from_le_bytes(fill.try_into()?))
     } else {
@@ -67,30 +58,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         values.len(),
         100.0 * count as f64 / values.len() as f64
     );
-    let with = measure(&bytes, width, strategy, reps)?;
-    let without = measure(&kept, width, strategy, reps)?;
-    println!("as it is:      {} bytes, {:.3} ns a value", with.0, with.1);
-    println!(
-        "without it:    {} bytes (plus its runs), {:.3} ns a value left",
-        without.0, without.1
-    );
-    let left = (values.len() - count) as f64 / values.len() as f64;
-    println!(
-        "scaled:        {:.3} ns a row ({:.3} x {:.3} left)",
-        without.1 * left,
-        without.1,
-        left
-    );
+    let Strategy::Auto(auto) = strategy else {
+        return Err("the strategy must be auto or auto:GAIN".into());
+    };
+    for (name, fills) in [("without fill", false), ("with fill", true)] {
+        let strategy = Strategy::Auto(auto.with_fills(fills));
+        let (size, ns, chosen) = measure(&bytes, width, strategy, reps)?;
+        println!("{name:<13} {size} bytes, {ns:.3} ns a value; pages: {chosen:?}");
+    }
     Ok(())
 }
 
-/// Bytes of `raw` encoded in 1 MiB pages, and the best time a value of decoding them all.
+/// Bytes of `raw` encoded in 1 MiB pages, the best time a value of decoding them all,
+/// and how many pages took each encoding.
+type Measured = (usize, f64, BTreeMap<String, usize>);
+
+/// [`Measured`] for `raw` encoded with `strategy`.
 fn measure(
     raw: &[u8],
     width: usize,
     strategy: Strategy,
     reps: usize,
-) -> Result<(usize, f64), Box<dyn std::error::Error>> {
+) -> Result<Measured, Box<dyn std::error::Error>> {
     let mut pages = Vec::new();
     for page in raw.chunks((1 << 20) / width * width) {
         let array: ArrayRef = if width == 8 {
@@ -112,6 +101,10 @@ fn measure(
         ));
     }
     let size = pages.iter().map(|p| p.2.len()).sum();
+    let mut chosen = BTreeMap::new();
+    for (encoding, _, _) in &pages {
+        *chosen.entry(short_name(encoding)).or_insert(0) += 1;
+    }
     let mut best = f64::MAX;
     for _ in 0..reps.max(1) {
         let start = Instant::now();
@@ -121,5 +114,5 @@ fn measure(
         best = best.min(start.elapsed().as_secs_f64());
     }
     let n = (raw.len() / width).max(1);
-    Ok((size, best * 1e9 / n as f64))
+    Ok((size, best * 1e9 / n as f64, chosen))
 }

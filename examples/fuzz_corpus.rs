@@ -21,6 +21,17 @@ fn read(name: &str) -> Vec<u8> {
     .expect("bundled sample")
 }
 
+/// A `page_decode` seed: the message's length (one byte) and bytes, the value count, the
+/// page.
+fn page_seed(page: &miniblock::EncodedPage) -> Vec<u8> {
+    let message = page.encoding.encode_to_vec();
+    let mut seed = vec![message.len() as u8];
+    seed.extend_from_slice(&message);
+    seed.extend_from_slice(&(page.num_values as u32).to_le_bytes());
+    seed.extend_from_slice(&page.to_bytes());
+    seed
+}
+
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
     for target in ["page_decode", "file_read", "shuffle"] {
@@ -58,13 +69,8 @@ fn main() {
     for (name, array) in &arrays {
         for encoding in Encoding::ALL {
             let page = encode_page(array.as_ref(), encoding).unwrap();
-            let message = page.encoding.encode_to_vec();
-            let mut seed = vec![message.len() as u8];
-            seed.extend_from_slice(&message);
-            seed.extend_from_slice(&(page.num_values as u32).to_le_bytes());
-            seed.extend_from_slice(&page.to_bytes());
             let file = format!("{name}_{}", encoding.name().replace('+', "_"));
-            std::fs::write(root.join("page_decode").join(file), seed).unwrap();
+            std::fs::write(root.join("page_decode").join(file), page_seed(&page)).unwrap();
             count += 1;
         }
     }
@@ -108,12 +114,24 @@ fn main() {
             .unwrap()
             .encode(big.as_ref())
             .unwrap();
-        let message = page.encoding.encode_to_vec();
-        let mut seed = vec![message.len() as u8];
-        seed.extend_from_slice(&message);
-        seed.extend_from_slice(&(page.num_values as u32).to_le_bytes());
-        seed.extend_from_slice(&page.to_bytes());
-        std::fs::write(root.join("page_decode").join(name), seed).unwrap();
+        std::fs::write(root.join("page_decode").join(name), page_seed(&page)).unwrap();
+        count += 1;
+    }
+    // Fill pages: SLP's land value taken out by auto, with and without nulls.
+    for (name, nulls) in [("fill_slp_auto", false), ("fill_slp_nulls_auto", true)] {
+        let array: ArrayRef = Arc::new(Float32Array::from_iter(
+            f32s[..20_000]
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (!nulls || i % 9 != 4).then_some(*v)),
+        ));
+        let page = encode_page(array.as_ref(), Strategy::default()).unwrap();
+        assert!(
+            miniblock::encodings::short_name(&page.encoding).starts_with("fill+"),
+            "{name}: {}",
+            miniblock::encodings::short_name(&page.encoding)
+        );
+        std::fs::write(root.join("page_decode").join(name), page_seed(&page)).unwrap();
         count += 1;
     }
     // A file of other fixed-width types, auto-encoded.

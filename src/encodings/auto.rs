@@ -177,6 +177,7 @@ pub struct AutoOptions {
     /// Bit `i` set: `SPEED_ORDER[i]` is a candidate.
     candidates: u32,
     min_gain: f64,
+    fills: bool,
 }
 
 impl Default for AutoOptions {
@@ -184,6 +185,7 @@ impl Default for AutoOptions {
         Self {
             candidates: DEFAULT_CANDIDATES,
             min_gain: DEFAULT_MIN_GAIN,
+            fills: true,
         }
     }
 }
@@ -223,6 +225,20 @@ impl AutoOptions {
     /// The size-versus-speed knob.
     pub fn min_gain(&self) -> f64 {
         self.min_gain
+    }
+
+    /// Whether a page's dominant value may be taken out of its encoding
+    /// ([`FillCompressor`](super::FillCompressor)); on by default. Off, every page is one
+    /// of the candidates alone.
+    #[must_use]
+    pub fn with_fills(mut self, fills: bool) -> Self {
+        self.fills = fills;
+        self
+    }
+
+    /// Whether a fill layer may be chosen.
+    pub fn fills(&self) -> bool {
+        self.fills
     }
 }
 
@@ -372,8 +388,22 @@ pub struct Choice {
     /// the page encoder copies them instead of encoding them again.
     pub(crate) encoded_chunks: Vec<TrialChunk>,
     /// The picked encoding's compressor made for this page, when it learns from the page
-    /// ([`MiniBlockCompressor::for_page`]); the trials used it.
+    /// ([`MiniBlockCompressor::for_page`]); the trials used it. With a fill, the fill
+    /// layer around the picked encoding's compressor.
     pub(crate) page_compressor: Option<Box<dyn MiniBlockCompressor>>,
+    /// The value taken out of the page's chunks ([`FillCompressor`](super::FillCompressor))
+    /// before `encoding` codes the others, if any: then `encoding` and `estimates` are of
+    /// the other values.
+    pub fill: Option<Vec<u8>>,
+}
+
+impl Choice {
+    /// The picked encoding's estimated bytes for the `len` bytes of values it was chosen
+    /// for.
+    fn estimated_bytes(&self, len: usize) -> Option<f64> {
+        let (_, ratio) = self.estimates.iter().find(|(e, _)| *e == self.encoding)?;
+        Some((*ratio)? * len as f64)
+    }
 }
 
 /// One chunk as a trial encoded it.
@@ -562,6 +592,8 @@ pub struct AutoChooser {
     width: usize,
     chunk_values: usize,
     min_gain: f64,
+    fills: bool,
+    options: EncoderOptions,
 }
 
 impl AutoChooser {
@@ -591,6 +623,8 @@ impl AutoChooser {
             width,
             chunk_values: options.chunk_values_for(width)?,
             min_gain: auto.min_gain,
+            fills: auto.fills,
+            options: *options,
         })
     }
 
@@ -608,7 +642,60 @@ impl AutoChooser {
     }
 
     /// Chooses the encoding for a page of `values` (little-endian, back to back).
+    ///
+    /// When one value makes up at least an eighth of the page ([`fill`](super::fill)), the
+    /// page's other values are chosen for too, and the fill layer around that choice
+    /// wins when its estimate (the inner encoding's, the runs' exact bytes and the value)
+    /// is smaller than the page's own. It decodes fewer values but puts the runs back, so
+    /// it is not always the faster: only size decides.
     pub fn choose(&self, values: &[u8]) -> Result<Choice> {
+        let whole = self.choose_values(values)?;
+        if !self.fills {
+            return Ok(whole);
+        }
+        let Some(fill) = super::fill::dominant(values, self.width, super::fill::MIN_SHARE) else {
+            return Ok(whole);
+        };
+        let Some(whole_bytes) = whole.estimated_bytes(values.len()) else {
+            return Ok(whole);
+        };
+        let others = super::fill::without(values, &fill);
+        let headers = super::fill::header_bytes(values, &fill, self.chunk_values);
+        let (inner, inner_bytes) = if others.is_empty() {
+            (None, 0.0)
+        } else {
+            let inner = self.choose_values(&others)?;
+            let Some(bytes) = inner.estimated_bytes(others.len()) else {
+                return Ok(whole);
+            };
+            (Some(inner), bytes)
+        };
+        let fill_bytes = inner_bytes + (headers + fill.len()) as f64;
+        if fill_bytes >= whole_bytes {
+            return Ok(whole);
+        }
+        // A page of the fill alone never reaches its inner encoding: the page's own pick
+        // stands there.
+        let inner = inner.unwrap_or(whole);
+        let compressor = match inner.page_compressor {
+            Some(page) => page,
+            None => inner.encoding.compressor_with(self.width, &self.options)?,
+        };
+        Ok(Choice {
+            encoding: inner.encoding,
+            sample_bytes: inner.sample_bytes,
+            estimates: inner.estimates,
+            encoded_chunks: Vec::new(),
+            page_compressor: Some(Box::new(super::FillCompressor::new(
+                fill.clone(),
+                compressor,
+            )?)),
+            fill: Some(fill),
+        })
+    }
+
+    /// [`choose`](Self::choose) without the fill layer.
+    fn choose_values(&self, values: &[u8]) -> Result<Choice> {
         let width = self.width;
         if !values.len().is_multiple_of(width) {
             return Err(Error::invalid(format!(
@@ -883,6 +970,7 @@ impl AutoChooser {
             estimates,
             encoded_chunks,
             page_compressor,
+            fill: None,
         })
     }
 

@@ -96,8 +96,9 @@ use arrow_buffer::MutableBuffer;
 use super::entropy::{self, KindHistogram, PageTables};
 use super::memo;
 use super::{
-    append_zeroed, check_chunks_output, check_output, checked_len, in_run_chunk, width_from_bits,
-    ChunkShape, ChunkStorage, Learn, MiniBlockCompressor, MiniBlockDecompressor,
+    append_zeroed, check_chunks_output, check_counted_chunks_output, check_output, checked_len,
+    in_run_chunk, width_from_bits, ChunkShape, ChunkStorage, Learn, MiniBlockCompressor,
+    MiniBlockDecompressor,
 };
 use crate::error::{Error, Result};
 use crate::kernels;
@@ -856,6 +857,125 @@ impl DeltaDecompressor {
     }
 }
 
+impl DeltaDecompressor {
+    /// Decodes chunks `chunks[k]` of `counts[k]` values each into `out`, their values back
+    /// to back (checked to fit by the caller), the coded streams of many chunks at a time
+    /// side by side.
+    fn coded_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        counts: &[usize],
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        // Chunks of one count go a kernel's worth at a time, their symbols decoded and
+        // used while in cache; chunks of different counts (a fill page's) go eight times
+        // as many at a time, so that `decode_many` finds streams of near lengths to
+        // decode side by side.
+        let streams = if counts.windows(2).all(|w| w[0] == w[1]) {
+            kernels::tans::STREAMS
+        } else {
+            8 * kernels::tans::STREAMS
+        };
+        let mut out = out;
+        for (g, (group, group_counts)) in chunks
+            .chunks(streams)
+            .zip(counts.chunks(streams))
+            .enumerate()
+        {
+            let first = g * streams;
+            let named = |k: usize| move |e| in_run_chunk(e, first + k);
+            // Chunks of coded residuals (one stream of bin symbols, or a coded stream per
+            // byte of the values) wait for their streams to be decoded together; the
+            // others decode now.
+            let mut coded = Vec::with_capacity(group.len());
+            let mut inputs: Vec<&[u8]> = Vec::new();
+            // The length of each input's decoded stream.
+            let mut lens: Vec<usize> = Vec::new();
+            for (k, (chunk, &n)) in group.iter().zip(group_counts).enumerate() {
+                let (this, after) = std::mem::take(&mut out).split_at_mut(n * self.width);
+                out = after;
+                let (order, residuals) =
+                    self.parse(chunk, n, ChunkStorage::Raw).map_err(named(k))?;
+                match residuals {
+                    Residuals::Binned(rest) => {
+                        coded.push((k, n, order, Some(rest), inputs.len(), this));
+                        inputs.push(rest);
+                        lens.push(n);
+                    }
+                    Residuals::Streams(mut rest) => {
+                        coded.push((k, n, order, None, inputs.len(), this));
+                        for _ in 0..self.width {
+                            let used = entropy::coded_len(rest, n).map_err(named(k))?;
+                            inputs.push(&rest[..used]);
+                            lens.push(n);
+                            rest = &rest[used..];
+                        }
+                        if !rest.is_empty() {
+                            return Err(named(k)(Self::after_residuals(n, rest.len())));
+                        }
+                    }
+                    other => self
+                        .values_into(other, order, n, scratch, this)
+                        .map_err(named(k))?,
+                }
+            }
+            // Each input's decoded stream starts where the ones before it end.
+            let starts: Vec<usize> = lens
+                .iter()
+                .scan(0, |at, &len| {
+                    let start = *at;
+                    *at += len;
+                    Some(start)
+                })
+                .collect();
+            let total: usize = lens.iter().sum();
+            let decoded = super::overwritten(scratch, total);
+            let used = {
+                let mut outs: Vec<&mut [u8]> = Vec::with_capacity(lens.len());
+                let mut rest = &mut decoded[..];
+                for &len in &lens {
+                    let (this, after) = std::mem::take(&mut rest).split_at_mut(len);
+                    outs.push(this);
+                    rest = after;
+                }
+                entropy::decode_many(&inputs, &mut outs, &self.tables)?
+            };
+            // Streams `from..to`, decoded, back to back.
+            let streams_of = |from: usize, to: usize| {
+                &decoded[starts[from]..starts.get(to).copied().unwrap_or(total)]
+            };
+            for (k, n, order, binned, at, out) in coded {
+                if let Some(rest) = binned {
+                    let symbols = streams_of(at, at + 1);
+                    let reader =
+                        entropy::Unbinner::decoded(rest, symbols, used[at], 8 * self.width as u32);
+                    let taken = by_width!(self.width, sum_unbinned(reader, out, order))
+                        .map_err(named(k))?;
+                    if taken != rest.len() {
+                        return Err(named(k)(Self::after_residuals(n, rest.len() - taken)));
+                    }
+                    continue;
+                }
+                // Each stream was cut at the length its header gives, which decoding it
+                // must have taken whole.
+                let end = at + self.width;
+                if let Some(i) = (at..end).find(|&i| used[i] != inputs[i].len()) {
+                    return Err(named(k)(Error::corrupt(format!(
+                        "delta chunk of {n} values: byte stream {} took {} of its {} bytes",
+                        i - at,
+                        used[i],
+                        inputs[i].len()
+                    ))));
+                }
+                kernels::unsplit(streams_of(at, end), out, self.width);
+                by_width!(self.width, undo(out, order));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl MiniBlockDecompressor for DeltaDecompressor {
     fn value_width(&self) -> usize {
         self.width
@@ -915,77 +1035,22 @@ impl MiniBlockDecompressor for DeltaDecompressor {
         if !self.entropy_coded || !kernels::tans::has_kernel() || num_values == 0 {
             return super::decompress_each(self, chunks, num_values, out, scratch);
         }
-        let len = check_chunks_output(chunks.len(), num_values, self.width, out)?;
-        for (first, group, out) in super::stream_groups(chunks, len, out) {
-            let named = |k: usize| move |e| in_run_chunk(e, first + k);
-            // Chunks of coded residuals (one stream of bin symbols, or a coded stream per
-            // byte of the values) wait for their streams to be decoded together; the
-            // others decode now.
-            let mut coded = Vec::with_capacity(group.len());
-            let mut inputs: Vec<&[u8]> = Vec::new();
-            for (k, (chunk, out)) in group.iter().zip(out.chunks_exact_mut(len)).enumerate() {
-                let (order, residuals) = self
-                    .parse(chunk, num_values, ChunkStorage::Raw)
-                    .map_err(named(k))?;
-                match residuals {
-                    Residuals::Binned(rest) => {
-                        coded.push((k, order, Some(rest), inputs.len(), out));
-                        inputs.push(rest);
-                    }
-                    Residuals::Streams(mut rest) => {
-                        coded.push((k, order, None, inputs.len(), out));
-                        for _ in 0..self.width {
-                            let used = entropy::coded_len(rest, num_values).map_err(named(k))?;
-                            inputs.push(&rest[..used]);
-                            rest = &rest[used..];
-                        }
-                        if !rest.is_empty() {
-                            return Err(named(k)(Self::after_residuals(num_values, rest.len())));
-                        }
-                    }
-                    other => self
-                        .values_into(other, order, num_values, scratch, out)
-                        .map_err(named(k))?,
-                }
-            }
-            let decoded = super::overwritten(scratch, num_values * inputs.len());
-            let used = {
-                let mut outs: Vec<&mut [u8]> = decoded.chunks_exact_mut(num_values).collect();
-                entropy::decode_many(&inputs, &mut outs, &self.tables)?
-            };
-            // Streams `from..to`, decoded, back to back.
-            let streams = |from: usize, to: usize| &decoded[from * num_values..to * num_values];
-            for (k, order, binned, at, out) in coded {
-                if let Some(rest) = binned {
-                    let symbols = streams(at, at + 1);
-                    let reader =
-                        entropy::Unbinner::decoded(rest, symbols, used[at], 8 * self.width as u32);
-                    let taken = by_width!(self.width, sum_unbinned(reader, out, order))
-                        .map_err(named(k))?;
-                    if taken != rest.len() {
-                        return Err(named(k)(Self::after_residuals(
-                            num_values,
-                            rest.len() - taken,
-                        )));
-                    }
-                    continue;
-                }
-                // Each stream was cut at the length its header gives, which decoding it
-                // must have taken whole.
-                let end = at + self.width;
-                if let Some(i) = (at..end).find(|&i| used[i] != inputs[i].len()) {
-                    return Err(named(k)(Error::corrupt(format!(
-                        "delta chunk of {num_values} values: byte stream {} took {} of its {} bytes",
-                        i - at,
-                        used[i],
-                        inputs[i].len()
-                    ))));
-                }
-                kernels::unsplit(streams(at, end), out, self.width);
-                by_width!(self.width, undo(out, order));
-            }
+        check_chunks_output(chunks.len(), num_values, self.width, out)?;
+        self.coded_chunks_into(chunks, &vec![num_values; chunks.len()], out, scratch)
+    }
+
+    fn decompress_counted_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        counts: &[usize],
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_counted_chunks_output(chunks.len(), counts, self.width, out)?;
+        if !self.entropy_coded || !kernels::tans::has_kernel() {
+            return super::decompress_each_counted(self, chunks, counts, out, scratch);
         }
-        Ok(())
+        self.coded_chunks_into(chunks, counts, out, scratch)
     }
 
     fn decompress_append(

@@ -2066,20 +2066,23 @@ pub(crate) fn decode_many(
             _ => used[i] = decode(input, out, tables)?,
         }
     }
-    // Groups of streams of one length, in order.
+    // Groups of streams, longest first: the kernel runs every stream of a group up to the
+    // shortest one's length, and each finishes alone from there, so streams of one length
+    // (a run of whole chunks) go together, and those of different lengths (chunks of a
+    // fill page) with the ones nearest in length. The sort is stable, so streams of one
+    // length keep their order.
     let mut outs: Vec<Option<&mut [u8]>> = outs.iter_mut().map(|o| Some(&mut **o)).collect();
+    wide.sort_by_key(|&(i, _, _)| std::cmp::Reverse(outs[i].as_ref().map_or(0, |o| o.len())));
     let mut rest = &wide[..];
-    while let Some(&(first, _, _)) = rest.first() {
-        let n = outs[first].as_ref().map_or(0, |o| o.len());
-        let take = rest
-            .iter()
-            .take(kernels::tans::STREAMS)
-            .take_while(|&&(i, _, _)| outs[i].as_ref().is_some_and(|o| o.len() == n))
-            .count();
+    while !rest.is_empty() {
+        let take = rest.len().min(kernels::tans::STREAMS);
         let (group, after) = rest.split_at(take);
         rest = after;
-        let corrupt =
-            |what: String| Error::corrupt(format!("entropy-coded stream of {n} bytes: {what}"));
+        let len_of = |i: usize| outs[i].as_ref().map_or(0, |o| o.len());
+        let n = group.iter().map(|&(i, _, _)| len_of(i)).min().unwrap_or(0);
+        let corrupt = |what: String| {
+            Error::corrupt(format!("entropy-coded stream of {n} bytes or more: {what}"))
+        };
         // A vector costs the same whatever it holds: the streams past the last vector
         // with enough of them decode one at a time, with the tables already built.
         let per = kernels::tans::PER_VECTOR;

@@ -29,6 +29,7 @@ mod bitpacked;
 mod byte_stream_split;
 mod delta;
 mod dictionary;
+mod fill;
 // Public for the `entropy` fuzz target, which drives the coder on its own; not a way to
 // encode a page.
 #[doc(hidden)]
@@ -53,6 +54,8 @@ use bitpacked::{BitpackDecompressor, BitpackEncoder};
 use byte_stream_split::{ByteStreamSplitDecompressor, ByteStreamSplitEncoder};
 use delta::{DeltaDecompressor, DeltaEncoder};
 use dictionary::{DictionaryDecompressor, DictionaryEncoder};
+pub use fill::FillCompressor;
+use fill::FillDecompressor;
 use flat::{FlatDecompressor, FlatEncoder};
 pub use general::CompressionScheme;
 use general::{GeneralMiniBlockCompressor, GeneralMiniBlockDecompressor};
@@ -402,6 +405,23 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         decompress_each(self, chunks, num_values, out, scratch)
     }
 
+    /// Decodes chunks of different value counts, `chunks[k]` the stored bytes of a chunk
+    /// of `counts[k]` values ([`ChunkStorage::Raw`], without validity), into `out`, which
+    /// must be exactly their values' bytes, back to back: the inner chunks of a fill
+    /// page. The default decodes them one at a time with
+    /// [`decompress_into`](Self::decompress_into); entropy-coded encodings decode the
+    /// chunks' coded streams side by side.
+    fn decompress_counted_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        counts: &[usize],
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        check_counted_chunks_output(chunks.len(), counts, self.value_width(), out)?;
+        decompress_each_counted(self, chunks, counts, out, scratch)
+    }
+
     /// Decodes one chunk into a new buffer of `num_values * value_width()` bytes.
     fn decompress(
         &self,
@@ -477,6 +497,49 @@ pub(crate) fn check_chunks_output(
         )));
     }
     Ok(len)
+}
+
+/// Checks that `counts` has one count per chunk (`count` of them) and that `out` holds
+/// exactly their values of `width` bytes.
+pub(crate) fn check_counted_chunks_output(
+    count: usize,
+    counts: &[usize],
+    width: usize,
+    out: &[u8],
+) -> Result<()> {
+    let values = counts
+        .iter()
+        .try_fold(0usize, |sum, &n| sum.checked_add(n))
+        .and_then(|n| n.checked_mul(width));
+    if counts.len() != count || values != Some(out.len()) {
+        return Err(Error::invalid(format!(
+            "output holds {} bytes for {count} chunks of {} counts and {width}-byte values",
+            out.len(),
+            counts.len()
+        )));
+    }
+    Ok(())
+}
+
+/// [`MiniBlockDecompressor::decompress_counted_chunks_into`] one chunk at a time (its
+/// output checked by the caller).
+pub(crate) fn decompress_each_counted<D: MiniBlockDecompressor + ?Sized>(
+    decoder: &D,
+    chunks: &[&[u8]],
+    counts: &[usize],
+    out: &mut [u8],
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    let width = decoder.value_width();
+    let mut out = out;
+    for (k, (chunk, &n)) in chunks.iter().zip(counts).enumerate() {
+        let (this, after) = std::mem::take(&mut out).split_at_mut(n * width);
+        out = after;
+        decoder
+            .decompress_into(chunk, n, ChunkStorage::Raw, this, scratch)
+            .map_err(|e| in_run_chunk(e, k))?;
+    }
+    Ok(())
 }
 
 /// [`MiniBlockDecompressor::decompress_chunks_into`] one chunk at a time: its default,
@@ -903,6 +966,8 @@ impl Encoding {
                     (false, false) => None,
                 }
             }
+            // A fill is a layer around an encoding, not one of them ([`short_name`]).
+            array_encoding::ArrayEncoding::Fill(_) => None,
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
                 let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
                 let inner = general.inner.as_deref()?;
@@ -1011,6 +1076,13 @@ impl EncoderOptions {
 pub fn describe(encoding: &ArrayEncoding) -> String {
     match &encoding.array_encoding {
         None => "(none)".to_owned(),
+        Some(array_encoding::ArrayEncoding::Fill(fill)) => {
+            let inner = fill
+                .inner
+                .as_deref()
+                .map_or_else(|| "(nothing)".to_owned(), describe);
+            format!("fill(0x{}) over {inner}", hex_le(&fill.value))
+        }
         Some(array_encoding::ArrayEncoding::Flat(flat)) => {
             format!("flat({}-bit)", flat.bits_per_value)
         }
@@ -1063,6 +1135,26 @@ pub fn describe(encoding: &ArrayEncoding) -> String {
     }
 }
 
+/// A value's little-endian bytes as one hexadecimal number, most significant first.
+fn hex_le(bytes: &[u8]) -> String {
+    bytes.iter().rev().fold(String::new(), |mut hex, b| {
+        use std::fmt::Write;
+        let _ = write!(hex, "{b:02X}");
+        hex
+    })
+}
+
+/// A short name for a page's encoding: its [`Encoding`]'s name, with `fill+` before it
+/// when a fill layer is around it; otherwise its [`describe`] text.
+pub fn short_name(encoding: &ArrayEncoding) -> String {
+    if let Some(array_encoding::ArrayEncoding::Fill(fill)) = &encoding.array_encoding {
+        if let Some(inner) = fill.inner.as_deref().and_then(Encoding::of) {
+            return format!("fill+{}", inner.name());
+        }
+    }
+    Encoding::of(encoding).map_or_else(|| describe(encoding), |e| e.name().to_owned())
+}
+
 /// Builds the decompressor an `ArrayEncoding` describes, given the page's buffers (what
 /// its chunks share: a dictionary's items; none for most encodings), treating every field
 /// and buffer as hostile: a missing oneof or inner message is corrupt data, an unknown
@@ -1090,6 +1182,7 @@ pub(crate) fn unbound_decompressor(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Parent {
     Page,
+    Fill,
     General,
     Dictionary,
 }
@@ -1138,10 +1231,23 @@ fn decompressor_within(
         Some(array_encoding::ArrayEncoding::Bitpack(bitpack)) => {
             Ok(Box::new(BitpackDecompressor::new(bitpack.bits_per_value)?))
         }
-        Some(array_encoding::ArrayEncoding::Dictionary(dict)) => {
+        Some(array_encoding::ArrayEncoding::Fill(fill)) => {
             if parent != Parent::Page {
                 return Err(Error::unsupported(
-                    "dictionary inside another encoding (it is a page's outermost encoding)",
+                    "fill inside another encoding (it is a page's outermost encoding)",
+                ));
+            }
+            let inner = fill
+                .inner
+                .as_deref()
+                .ok_or_else(|| Error::corrupt("fill has no inner encoding"))?;
+            let inner = decompressor_within(inner, Parent::Fill)?;
+            Ok(Box::new(FillDecompressor::new(fill, inner)?))
+        }
+        Some(array_encoding::ArrayEncoding::Dictionary(dict)) => {
+            if !matches!(parent, Parent::Page | Parent::Fill) {
+                return Err(Error::unsupported(
+                    "dictionary inside an encoding other than fill (only a fill may be around it)",
                 ));
             }
             let indices = dict

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use arrow_array::{Array, ArrayRef};
-use miniblock::encodings::{AutoOptions, EncoderOptions, Strategy};
+use miniblock::encodings::{short_name, AutoOptions, EncoderOptions, Strategy};
 use miniblock::page::value_width;
 use miniblock::{Encoding, PageDecoder, PageEncoder};
 use serde_json::json;
@@ -147,7 +147,7 @@ pub struct Measurement {
     /// Values per chunk.
     pub chunk_values: usize,
     /// Pages per encoding actually used.
-    pub chosen: BTreeMap<&'static str, usize>,
+    pub chosen: BTreeMap<String, usize>,
     /// Values in the data set.
     pub values: usize,
     /// Bytes of the values as they are.
@@ -241,7 +241,7 @@ fn measure(
     }
     let mut chosen = BTreeMap::new();
     for page in &encoded {
-        let name = page.encoding_kind().map_or("other", Encoding::name);
+        let name = short_name(&page.encoding);
         *chosen.entry(name).or_insert(0) += 1;
     }
     let values: usize = pages.iter().map(Array::len).sum();
@@ -290,7 +290,8 @@ fn auto_check(auto: &Measurement, fixed: &[&Measurement]) -> Option<AutoCheck> {
         .chosen
         .iter()
         .map(|(name, n)| {
-            let e: Encoding = name.parse().ok()?;
+            // A fill page at its inner encoding's speed.
+            let e: Encoding = name.strip_prefix("fill+").unwrap_or(name).parse().ok()?;
             Some(*n as f64 / pages.max(1) as f64 / find(e)?.encode_gbps)
         })
         .sum::<Option<f64>>();
@@ -708,7 +709,7 @@ mod tests {
             strategy,
             chunk_bytes: 4096,
             chunk_values: 1024,
-            chosen: chosen.iter().copied().collect(),
+            chosen: chosen.iter().map(|&(k, v)| (k.to_owned(), v)).collect(),
             values: 1000,
             raw_bytes: 4000,
             encoded_bytes: bytes,

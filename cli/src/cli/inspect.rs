@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use std::collections::BTreeMap;
 
-use miniblock::encodings::{describe, ChunkStorage, Encoding};
+use miniblock::encodings::{describe, short_name, ChunkStorage};
 use miniblock::file::{page_layout, FileReader};
 use miniblock::page::value_width;
 use miniblock::proto::file::{Column, Footer};
@@ -294,10 +294,10 @@ fn describe_foreign(
 fn column_encodings(column: &Column) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for page in &column.pages {
-        let name = page.encoding.as_ref().map_or_else(
-            || "(none)".to_owned(),
-            |e| Encoding::of(e).map_or_else(|| describe(e), |e| e.name().to_owned()),
-        );
+        let name = page
+            .encoding
+            .as_ref()
+            .map_or_else(|| "(none)".to_owned(), short_name);
         *counts.entry(name).or_insert(0) += 1;
     }
     counts
