@@ -646,8 +646,9 @@ impl AutoChooser {
     /// When one value makes up at least an eighth of the page ([`fill`](super::fill)), the
     /// page's other values are chosen for too, and the fill layer around that choice
     /// wins when its estimate (the inner encoding's, the runs' exact bytes and the value)
-    /// is smaller than the page's own. It decodes fewer values but puts the runs back, so
-    /// it is not always the faster: only size decides.
+    /// is smaller than the page's own by `min_gain` at least: it decodes fewer values but
+    /// puts the runs back, which can cost more than it saves, so it is weighed as a
+    /// slower choice.
     pub fn choose(&self, values: &[u8]) -> Result<Choice> {
         let whole = self.choose_values(values)?;
         if !self.fills {
@@ -671,7 +672,7 @@ impl AutoChooser {
             (Some(inner), bytes)
         };
         let fill_bytes = inner_bytes + (headers + fill.len()) as f64;
-        if fill_bytes >= whole_bytes {
+        if fill_bytes > whole_bytes * (1.0 - self.min_gain) {
             return Ok(whole);
         }
         // A page of the fill alone never reaches its inner encoding: the page's own pick
