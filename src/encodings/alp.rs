@@ -1742,18 +1742,49 @@ impl MiniBlockDecompressor for AlpDecompressor {
         if !kernels::tans::has_kernel() {
             return super::decompress_each(self, chunks, num_values, out, scratch);
         }
-        let len = super::check_chunks_output(chunks.len(), num_values, self.float.width, out)?;
+        super::check_chunks_output(chunks.len(), num_values, self.float.width, out)?;
+        self.coded_chunks_into(chunks, &vec![num_values; chunks.len()], out, scratch)
+    }
+
+    fn decompress_counted_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        counts: &[usize],
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        super::check_counted_chunks_output(chunks.len(), counts, self.float.width, out)?;
+        if !kernels::tans::has_kernel() {
+            return super::decompress_each_counted(self, chunks, counts, out, scratch);
+        }
+        self.coded_chunks_into(chunks, counts, out, scratch)
+    }
+}
+
+impl AlpDecompressor {
+    /// Decodes chunks `chunks[k]` of `counts[k]` values each into `out`, their values back
+    /// to back (checked to fit by the caller), the bin symbols and correction streams of
+    /// many chunks at a time side by side.
+    fn coded_chunks_into(
+        &self,
+        chunks: &[&[u8]],
+        counts: &[usize],
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let width = self.float.width;
         let (mut symbols, mut corrections) = (Vec::new(), Vec::new());
-        for (first, group, out) in super::stream_groups(chunks, len, out) {
+        let mut out = out;
+        for (first, group, group_counts) in super::stream_groups(chunks, counts) {
             let named = |k: usize| move |e| super::in_run_chunk(e, first + k);
             // Chunks of binned integers wait for their bin symbols to be decoded together
             // (their headers are read again then); the others decode now.
             let mut binned = Vec::with_capacity(group.len());
-            for (k, (chunk, out)) in group.iter().zip(out.chunks_exact_mut(len)).enumerate() {
-                match Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
-                    .map_err(named(k))?
-                {
-                    None => out.copy_from_slice(&chunk[HEADER_BYTES..]),
+            for (k, (chunk, &n)) in group.iter().zip(group_counts).enumerate() {
+                let (out_k, after) = std::mem::take(&mut out).split_at_mut(n * width);
+                out = after;
+                match Chunk::parse(chunk, n, self.float, &self.tables, scratch).map_err(named(k))? {
+                    None => out_k.copy_from_slice(&chunk[HEADER_BYTES..]),
                     Some(Chunk {
                         bits,
                         stored:
@@ -1775,38 +1806,38 @@ impl MiniBlockDecompressor for AlpDecompressor {
                         binned.push(BinnedChunk {
                             index: k,
                             chunk,
+                            n,
                             coded: at..at + coded.len(),
-                            out,
+                            out: out_k,
                             bits,
                             streams,
                         });
                     }
-                    Some(parsed) => parsed
-                        .decode(num_values, self.float, out)
-                        .map_err(named(k))?,
+                    Some(parsed) => parsed.decode(n, self.float, out_k).map_err(named(k))?,
                 }
             }
-            symbols.resize(num_values * binned.len(), 0);
-            let mut outs: Vec<&mut [u8]> = symbols.chunks_exact_mut(num_values.max(1)).collect();
+            symbols.resize(binned.iter().map(|b| b.n).sum(), 0);
+            let mut outs: Vec<&mut [u8]> = Vec::with_capacity(binned.len());
+            let mut rest = &mut symbols[..];
+            for b in &binned {
+                let (this, after) = std::mem::take(&mut rest).split_at_mut(b.n);
+                outs.push(this);
+                rest = after;
+            }
             let inputs: Vec<&[u8]> = binned.iter().map(|b| &b.chunk[b.coded.clone()]).collect();
             let used = entropy::decode_many(&inputs, &mut outs, &self.tables)?;
             let decoded: Vec<(&[u8], usize)> = outs.into_iter().map(|o| &*o).zip(used).collect();
-            let ahead = corrections_ahead(
-                &binned,
-                &decoded,
-                num_values,
-                &self.tables,
-                &mut corrections,
-            );
+            let ahead = corrections_ahead(&binned, &decoded, &self.tables, &mut corrections);
             for ((binned, (symbols, used)), ahead) in binned.into_iter().zip(decoded).zip(ahead) {
                 let BinnedChunk {
                     index: k,
                     chunk,
+                    n,
                     out,
                     ..
                 } = binned;
                 // Parsing is deterministic: the chunk is binned again.
-                let mut parsed = Chunk::parse(chunk, num_values, self.float, &self.tables, scratch)
+                let mut parsed = Chunk::parse(chunk, n, self.float, &self.tables, scratch)
                     .map_err(named(k))?
                     .ok_or_else(|| named(k)(Error::corrupt("parsed twice, differently")))?;
                 if let Stored::Binned {
@@ -1818,9 +1849,7 @@ impl MiniBlockDecompressor for AlpDecompressor {
                     *s = Some((symbols, used));
                     *c = ahead;
                 }
-                parsed
-                    .decode(num_values, self.float, out)
-                    .map_err(named(k))?;
+                parsed.decode(n, self.float, out).map_err(named(k))?;
             }
         }
         Ok(())
@@ -1833,6 +1862,8 @@ struct BinnedChunk<'c, 'o> {
     index: usize,
     /// Its bytes.
     chunk: &'c [u8],
+    /// Its values.
+    n: usize,
     /// Where its coded streams lie in `chunk`.
     coded: std::ops::Range<usize>,
     /// Its output.
@@ -1853,15 +1884,16 @@ struct BinnedChunk<'c, 'o> {
 fn corrections_ahead<'b>(
     binned: &[BinnedChunk],
     decoded: &[(&[u8], usize)],
-    n: usize,
     tables: &PageTables,
     buffer: &'b mut Vec<u8>,
 ) -> Vec<Option<(usize, usize, &'b [u8])>> {
     let mut inputs: Vec<&[u8]> = Vec::new();
+    // Each input's decoded length: its chunk's count of values.
+    let mut lens: Vec<usize> = Vec::new();
     // Per chunk: where its streams start and end in its coded bytes, when they were cut.
     let mut spans: Vec<Option<(usize, usize)>> = Vec::with_capacity(binned.len());
     for (chunk, &(symbols, used)) in binned.iter().zip(decoded) {
-        let (coded, streams) = (&chunk.chunk[chunk.coded.clone()], &chunk.streams);
+        let (coded, streams, n) = (&chunk.chunk[chunk.coded.clone()], &chunk.streams, chunk.n);
         let start = used.saturating_add(entropy::low_bytes(symbols, u32::from(chunk.bits)));
         let (mut at, before) = (start, inputs.len());
         for _ in 0..*streams {
@@ -1872,26 +1904,34 @@ fn corrections_ahead<'b>(
                 break;
             };
             inputs.push(&coded[at..at + len]);
+            lens.push(n);
             at += len;
         }
         if *streams > 0 && inputs.len() == before + streams {
             spans.push(Some((start, at)));
         } else {
             inputs.truncate(before);
+            lens.truncate(before);
             spans.push(None);
         }
     }
     buffer.clear();
-    buffer.resize(n * inputs.len(), 0);
-    let mut outs: Vec<&mut [u8]> = buffer.chunks_exact_mut(n.max(1)).collect();
+    buffer.resize(lens.iter().sum(), 0);
+    let mut outs: Vec<&mut [u8]> = Vec::with_capacity(lens.len());
+    let mut rest = &mut buffer[..];
+    for &len in &lens {
+        let (this, after) = std::mem::take(&mut rest).split_at_mut(len);
+        outs.push(this);
+        rest = after;
+    }
     let Ok(used) = entropy::decode_many(&inputs, &mut outs, tables) else {
         return vec![None; binned.len()];
     };
     let buffer: &'b Vec<u8> = buffer;
     // A chunk's streams are side by side in `buffer`, as its own decoding lays them out.
-    let mut index = 0;
+    let (mut index, mut offset) = (0, 0);
     let mut ahead = Vec::with_capacity(binned.len());
-    for (BinnedChunk { streams, .. }, span) in binned.iter().zip(spans) {
+    for (BinnedChunk { streams, n, .. }, span) in binned.iter().zip(spans) {
         let Some((start, end)) = span else {
             ahead.push(None);
             continue;
@@ -1901,7 +1941,8 @@ fn corrections_ahead<'b>(
             .iter()
             .zip(&inputs[mine.clone()])
             .all(|(&u, input)| u == input.len());
-        let bytes = &buffer[mine.start * n..mine.end * n];
+        let bytes = &buffer[offset..offset + streams * n];
+        offset += streams * n;
         index = mine.end;
         ahead.push(whole.then_some((start, end - start, bytes)));
     }
@@ -2457,55 +2498,74 @@ mod tests {
                     "width {width}: no {form} chunk in {forms:?}"
                 );
             }
-            let each = |chunks: &[Vec<u8>]| -> Result<Vec<u8>> {
+            // The same values cut into chunks of different counts (a fill page's inner
+            // chunks), which decode through the counted call.
+            let counts: Vec<usize> = (0..chunks.len()).map(|k| n - (k * 37) % (n / 2)).collect();
+            let (mut counted, mut kept) = (Vec::new(), Vec::new());
+            for (k, &c) in counts.iter().enumerate() {
+                let v = &values[k * n * width..(k * n + c) * width];
+                counted.push(encode_dyn(encoder, v));
+                kept.extend_from_slice(v);
+            }
+            let each = |chunks: &[Vec<u8>], counts: &[usize]| -> Result<Vec<u8>> {
                 let mut all = Vec::new();
-                for c in chunks {
+                for (c, &n) in chunks.iter().zip(counts) {
                     let mut out = vec![0; n * width];
                     decoder.decompress_into(c, n, ChunkStorage::Raw, &mut out, &mut Vec::new())?;
                     all.extend(out);
                 }
                 Ok(all)
             };
-            let run = |chunks: &[Vec<u8>]| -> Result<Vec<u8>> {
+            let run = |chunks: &[Vec<u8>], counts: &[usize]| -> Result<Vec<u8>> {
                 let slices: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
-                let mut out = vec![0; n * width * chunks.len()];
-                decoder
-                    .decompress_chunks_into(&slices, n, &mut out, &mut vec![0xEE; 3])
-                    .map(|()| out)
+                let mut out = vec![0; counts.iter().sum::<usize>() * width];
+                let scratch = &mut vec![0xEE; 3];
+                if counts.iter().all(|&c| c == n) {
+                    decoder.decompress_chunks_into(&slices, n, &mut out, scratch)
+                } else {
+                    decoder.decompress_counted_chunks_into(&slices, counts, &mut out, scratch)
+                }
+                .map(|()| out)
             };
-            assert!(run(&chunks).unwrap() == values, "width {width}");
-            let mut failed = 0;
-            for _ in 0..300 {
-                let mut damaged = chunks.clone();
-                // Damage falls on chunks with correction streams, half the time.
-                let k = (next() % damaged.len() as u64) as usize;
-                let k = if next() % 2 == 0 { k - k % 4 } else { k };
-                let r = next();
-                let chunk = &mut damaged[k];
-                match r % 3 {
-                    0 => chunk.truncate((r >> 8) as usize % chunk.len()),
-                    1 => chunk.push((r >> 8) as u8),
-                    _ => {
-                        // Mostly in the last third, where correction streams lie.
-                        let len = chunk.len();
-                        let at = len - 1 - (r >> 8) as usize % (len / 3).max(1);
-                        chunk[at] ^= 1 << ((r >> 40) % 8);
+            let equal = vec![n; chunks.len()];
+            assert!(run(&chunks, &equal).unwrap() == values, "width {width}");
+            assert!(run(&counted, &counts).unwrap() == kept, "width {width}");
+            for (chunks, counts) in [(&chunks, &equal), (&counted, &counts)] {
+                let mut failed = 0;
+                for _ in 0..300 {
+                    let mut damaged = chunks.clone();
+                    // Damage falls on chunks with correction streams, half the time.
+                    let k = (next() % damaged.len() as u64) as usize;
+                    let k = if next() % 2 == 0 { k - k % 4 } else { k };
+                    let r = next();
+                    let chunk = &mut damaged[k];
+                    match r % 3 {
+                        0 => chunk.truncate((r >> 8) as usize % chunk.len()),
+                        1 => chunk.push((r >> 8) as u8),
+                        _ => {
+                            // Mostly in the last third, where correction streams lie.
+                            let len = chunk.len();
+                            let at = len - 1 - (r >> 8) as usize % (len / 3).max(1);
+                            chunk[at] ^= 1 << ((r >> 40) % 8);
+                        }
+                    }
+                    match (run(&damaged, counts), each(&damaged, counts)) {
+                        (Ok(whole), Ok(parts)) => {
+                            assert!(whole == parts, "width {width}, chunk {k}")
+                        }
+                        (Err(_), Err(_)) => failed += 1,
+                        (whole, alone) => panic!(
+                            "width {width}, chunk {k}: run {:?}, alone {:?}",
+                            whole.err(),
+                            alone.err()
+                        ),
                     }
                 }
-                match (run(&damaged), each(&damaged)) {
-                    (Ok(whole), Ok(parts)) => assert!(whole == parts, "width {width}, chunk {k}"),
-                    (Err(_), Err(_)) => failed += 1,
-                    (whole, alone) => panic!(
-                        "width {width}, chunk {k}: run {:?}, alone {:?}",
-                        whole.err(),
-                        alone.err()
-                    ),
-                }
+                assert!(
+                    failed > 100,
+                    "width {width}: only {failed} damaged runs failed"
+                );
             }
-            assert!(
-                failed > 100,
-                "width {width}: only {failed} damaged runs failed"
-            );
         }
     }
 

@@ -868,22 +868,8 @@ impl DeltaDecompressor {
         out: &mut [u8],
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        // Chunks of one count go a kernel's worth at a time, their symbols decoded and
-        // used while in cache; chunks of different counts (a fill page's) go eight times
-        // as many at a time, so that `decode_many` finds streams of near lengths to
-        // decode side by side.
-        let streams = if counts.windows(2).all(|w| w[0] == w[1]) {
-            kernels::tans::STREAMS
-        } else {
-            8 * kernels::tans::STREAMS
-        };
         let mut out = out;
-        for (g, (group, group_counts)) in chunks
-            .chunks(streams)
-            .zip(counts.chunks(streams))
-            .enumerate()
-        {
-            let first = g * streams;
+        for (first, group, group_counts) in super::stream_groups(chunks, counts) {
             let named = |k: usize| move |e| in_run_chunk(e, first + k);
             // Chunks of coded residuals (one stream of bin symbols, or a coded stream per
             // byte of the values) wait for their streams to be decoded together; the

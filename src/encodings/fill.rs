@@ -87,53 +87,70 @@ pub(crate) fn dominant(values: &[u8], width: usize, min_share: f64) -> Option<Ve
 /// The values of `values` other than `fill`, in order.
 pub(crate) fn without(values: &[u8], fill: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len());
+    others_into(values, fill, &mut out);
+    out
+}
+
+/// Appends the values of `values` other than `fill` to `out`, in order.
+fn others_into(values: &[u8], fill: &[u8], out: &mut Vec<u8>) {
     for v in values.chunks_exact(fill.len()) {
         if v != fill {
             out.extend_from_slice(v);
         }
     }
-    out
 }
 
 /// The bytes the run headers of a page of `values`, cut into chunks of `chunk_values`
-/// values, take with `fill` taken out.
+/// values, take with `fill` taken out (counted, not written).
 pub(crate) fn header_bytes(values: &[u8], fill: &[u8], chunk_values: usize) -> usize {
-    let mut header = Vec::new();
     values
         .chunks(chunk_values.max(1) * fill.len())
         .map(|chunk| {
-            header.clear();
-            write_runs(chunk, fill, &mut header, &mut Vec::new());
-            header.len()
+            let (mut runs, mut bytes) = (0, 0);
+            for_each_run(chunk, fill, |gap, len| {
+                runs += 1;
+                bytes += varint_len(gap) + varint_len(len);
+            });
+            varint_len(runs) + bytes
         })
         .sum()
 }
 
-/// Appends `chunk`'s run header to `out` and its values other than `fill` to `others`.
-fn write_runs(chunk: &[u8], fill: &[u8], out: &mut Vec<u8>, others: &mut Vec<u8>) {
-    let width = fill.len();
-    let mut runs: Vec<(usize, usize)> = Vec::new();
+/// Calls `run(gap, len)` for each run of `fill` in `chunk`, in order: `gap` values since
+/// the last run's end (or the chunk's start), then `len` values of `fill`.
+fn for_each_run(chunk: &[u8], fill: &[u8], mut run: impl FnMut(usize, usize)) {
     let (mut gap, mut len) = (0usize, 0usize);
-    for v in chunk.chunks_exact(width) {
+    for v in chunk.chunks_exact(fill.len()) {
         if v == fill {
             len += 1;
         } else {
             if len > 0 {
-                runs.push((gap, len));
+                run(gap, len);
                 (gap, len) = (0, 0);
             }
             gap += 1;
-            others.extend_from_slice(v);
         }
     }
     if len > 0 {
-        runs.push((gap, len));
+        run(gap, len);
     }
-    put_varint(out, runs.len());
-    for (gap, len) in runs {
+}
+
+/// Appends `chunk`'s run header to `out` and its values other than `fill` to `others`.
+fn write_runs(chunk: &[u8], fill: &[u8], out: &mut Vec<u8>, others: &mut Vec<u8>) {
+    // The count goes first: one pass counts, a second writes.
+    let mut count = 0;
+    for_each_run(chunk, fill, |_, _| count += 1);
+    put_varint(out, count);
+    for_each_run(chunk, fill, |gap, len| {
         put_varint(out, gap);
         put_varint(out, len);
-    }
+    });
+    others_into(chunk, fill, others);
+}
+
+fn varint_len(v: usize) -> usize {
+    (usize::BITS - (v | 1).leading_zeros()).div_ceil(7) as usize
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: usize) {
@@ -162,18 +179,23 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> Result<usize> {
     )))
 }
 
-/// A chunk's run header, read and checked against its value count.
+/// A chunk's run header, read and checked against its value count: where its runs lie in
+/// a list of runs that the chunks decoded together share.
 struct Runs {
-    /// Each run's gap and length, in values.
-    runs: Vec<(u32, u32)>,
+    /// Its runs in the list: indices of (gap, length) pairs, in values.
+    at: std::ops::Range<usize>,
     /// Values in runs.
     filled: usize,
 }
 
 impl Runs {
-    /// Parses the header at the start of `chunk` (of `num_values` values); returns it and
-    /// the inner chunk after it.
-    fn parse(chunk: &[u8], num_values: usize) -> Result<(Self, &[u8])> {
+    /// Parses the header at the start of `chunk` (of `num_values` values), appending its
+    /// runs to `list`; returns it and the inner chunk after it.
+    fn parse<'c>(
+        chunk: &'c [u8],
+        num_values: usize,
+        list: &mut Vec<(u32, u32)>,
+    ) -> Result<(Self, &'c [u8])> {
         let mut at = 0;
         let count = read_varint(chunk, &mut at)?;
         if count > num_values {
@@ -181,7 +203,9 @@ impl Runs {
                 "fill chunk of {num_values} values claims {count} runs"
             )));
         }
-        let mut runs = Vec::with_capacity(count);
+        // A run takes at least two bytes: no more is reserved than the chunk can hold.
+        list.reserve(count.min((chunk.len() - at) / 2));
+        let start = list.len();
         let (mut row, mut filled) = (0usize, 0usize);
         for r in 0..count {
             let gap = read_varint(chunk, &mut at)?;
@@ -194,85 +218,99 @@ impl Runs {
             row += gap + len;
             filled += len;
             // Both below 2^21 (three varint bytes).
-            runs.push((gap as u32, len as u32));
+            list.push((gap as u32, len as u32));
             if row > num_values {
                 return Err(Error::corrupt(format!(
                     "fill chunk of {num_values} values has runs past its end (run {r} ends at {row})"
                 )));
             }
         }
-        Ok((Runs { runs, filled }, &chunk[at..]))
+        let runs = Runs {
+            at: start..list.len(),
+            filled,
+        };
+        Ok((runs, &chunk[at..]))
     }
 
     /// Writes `others` (the inner chunk's values, in order) into `out` with the runs of
     /// `fill` between them.
-    fn expand(&self, fill: &[u8], others: &[u8], out: &mut [u8]) {
+    fn expand(&self, list: &[(u32, u32)], fill: &[u8], others: &[u8], out: &mut [u8]) {
+        let runs = &list[self.at.clone()];
         match fill.len() {
-            4 => self.expand_width::<4>(fill, others, out),
-            8 => self.expand_width::<8>(fill, others, out),
-            2 => self.expand_width::<2>(fill, others, out),
-            _ => self.expand_width::<0>(fill, others, out),
+            4 => expand_width::<4>(runs, fill, others, out),
+            8 => expand_width::<8>(runs, fill, others, out),
+            2 => expand_width::<2>(runs, fill, others, out),
+            _ => expand_width::<0>(runs, fill, others, out),
         }
-    }
-
-    /// [`expand`](Self::expand) for values of `W` bytes (0: any width). Gaps and runs are
-    /// a few dozen values: a call to `memcpy` for each costs more than the copy, so for
-    /// widths that divide [`BLOCK`] both are written in whole blocks, each overshooting
-    /// into the next gap or run, which overwrites it (writes go strictly forward, and
-    /// `others` is apart from `out`); near the end of either buffer, value by value.
-    fn expand_width<const W: usize>(&self, fill: &[u8], others: &[u8], out: &mut [u8]) {
-        let width = if W == 0 { fill.len() } else { W };
-        let blocks = W != 0 && BLOCK.is_multiple_of(W);
-        let mut pattern = [0u8; BLOCK];
-        if blocks {
-            for v in pattern.chunks_exact_mut(W) {
-                v.copy_from_slice(fill);
-            }
-        }
-        let (mut to, mut from) = (0, 0);
-        // `parse` checked that the runs and gaps fit `out`.
-        for &(gap, len) in &self.runs {
-            let (gap, len) = (gap as usize * width, len as usize * width);
-            let (end, mut t, mut f) = (to + gap, to, from);
-            if blocks {
-                while t < end && t + BLOCK <= out.len() && f + BLOCK <= others.len() {
-                    out[t..t + BLOCK].copy_from_slice(&others[f..f + BLOCK]);
-                    t += BLOCK;
-                    f += BLOCK;
-                }
-            }
-            if t < end {
-                out[t..end].copy_from_slice(&others[f..f + (end - t)]);
-            }
-            from += gap;
-            to = end;
-            let end = to + len;
-            let mut t = to;
-            if blocks {
-                while t < end && t + BLOCK <= out.len() {
-                    out[t..t + BLOCK].copy_from_slice(&pattern);
-                    t += BLOCK;
-                }
-            }
-            // `t` is past `end` or at a multiple of the width from `to`.
-            for v in out[t.min(end)..end].chunks_exact_mut(width) {
-                v.copy_from_slice(fill);
-            }
-            to = end;
-        }
-        out[to..].copy_from_slice(&others[from..]);
     }
 }
 
-/// Bytes [`Runs::expand_width`] copies at a time.
+/// [`Runs::expand`] for values of `W` bytes (0: any width). Gaps and runs are a few dozen
+/// values: a call to `memcpy` for each costs more than the copy, so for widths that divide
+/// [`BLOCK`] both are written in whole blocks, each overshooting into the next gap or run,
+/// which overwrites it (writes go strictly forward, and `others` is apart from `out`);
+/// near the end of either buffer, value by value.
+fn expand_width<const W: usize>(runs: &[(u32, u32)], fill: &[u8], others: &[u8], out: &mut [u8]) {
+    let width = if W == 0 { fill.len() } else { W };
+    let blocks = W != 0 && BLOCK.is_multiple_of(W);
+    let mut pattern = [0u8; BLOCK];
+    if blocks {
+        for v in pattern.chunks_exact_mut(W) {
+            v.copy_from_slice(fill);
+        }
+    }
+    let (mut to, mut from) = (0, 0);
+    // `parse` checked that the runs and gaps fit `out`.
+    for &(gap, len) in runs {
+        let (gap, len) = (gap as usize * width, len as usize * width);
+        let (end, mut t, mut f) = (to + gap, to, from);
+        if blocks {
+            while t < end && t + BLOCK <= out.len() && f + BLOCK <= others.len() {
+                out[t..t + BLOCK].copy_from_slice(&others[f..f + BLOCK]);
+                t += BLOCK;
+                f += BLOCK;
+            }
+        }
+        if t < end {
+            out[t..end].copy_from_slice(&others[f..f + (end - t)]);
+        }
+        from += gap;
+        to = end;
+        let end = to + len;
+        let mut t = to;
+        if blocks {
+            while t < end && t + BLOCK <= out.len() {
+                out[t..t + BLOCK].copy_from_slice(&pattern);
+                t += BLOCK;
+            }
+        }
+        // `t` is past `end` or at a multiple of the width from `to`.
+        for v in out[t.min(end)..end].chunks_exact_mut(width) {
+            v.copy_from_slice(fill);
+        }
+        to = end;
+    }
+    out[to..].copy_from_slice(&others[from..]);
+}
+
+/// Bytes [`expand_width`] copies at a time.
 const BLOCK: usize = 32;
 
+/// A thread's buffers for fill chunks.
+#[derive(Default)]
+struct Buffers {
+    /// The values other than the fill: while a chunk encodes, those taken out of it;
+    /// while chunks decode, the inner chunks' values, apart from `out`, so that spreading
+    /// them is a copy between buffers (moving them within `out` makes overlapping copies
+    /// a few bytes apart, which run far slower), and apart from the caller's scratch
+    /// space, which the inner encoding uses.
+    others: Vec<u8>,
+    /// The runs of the chunks being decoded.
+    runs: Vec<(u32, u32)>,
+}
+
 thread_local! {
-    /// The inner chunk's values while a fill chunk decodes: apart from `out`, so that
-    /// spreading them is a copy between buffers (moving them within `out` makes
-    /// overlapping copies a few bytes apart, which run far slower), and apart from the
-    /// caller's scratch space, which the inner decoder uses.
-    static OTHERS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::default();
 }
 
 /// Encodes chunks with a page's fill value out of the inner encoding's way.
@@ -337,12 +375,15 @@ impl MiniBlockCompressor for FillCompressor {
                 values.len()
             )));
         }
-        let mut others = Vec::with_capacity(values.len());
-        write_runs(values, &self.fill, out, &mut others);
-        if others.is_empty() {
-            return Ok(ChunkStorage::Raw);
-        }
-        self.inner.compress_chunk(&others, out, scratch)
+        BUFFERS.with_borrow_mut(|buffers| {
+            let others = &mut buffers.others;
+            others.clear();
+            write_runs(values, &self.fill, out, others);
+            if others.is_empty() {
+                return Ok(ChunkStorage::Raw);
+            }
+            self.inner.compress_chunk(others, out, scratch)
+        })
     }
 
     fn page_buffers(&self) -> &[Vec<u8>] {
@@ -435,23 +476,24 @@ impl MiniBlockDecompressor for FillDecompressor {
                 "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
             )));
         }
-        let (runs, inner) = Runs::parse(chunk, num_values)?;
-        let others = num_values - runs.filled;
-        if others == 0 {
-            if !inner.is_empty() {
-                return Err(Error::corrupt(format!(
-                    "fill chunk of {num_values} fill values has {} bytes after its runs",
-                    inner.len()
-                )));
+        BUFFERS.with_borrow_mut(|buffers| {
+            buffers.runs.clear();
+            let (runs, inner) = Runs::parse(chunk, num_values, &mut buffers.runs)?;
+            let others = num_values - runs.filled;
+            if others == 0 {
+                if !inner.is_empty() {
+                    return Err(Error::corrupt(format!(
+                        "fill chunk of {num_values} fill values has {} bytes after its runs",
+                        inner.len()
+                    )));
+                }
+                runs.expand(&buffers.runs, &self.fill, &[], out);
+                return Ok(());
             }
-            runs.expand(&self.fill, &[], out);
-            return Ok(());
-        }
-        OTHERS.with_borrow_mut(|buffer| {
-            let values = super::overwritten(buffer, others * width);
+            let values = super::overwritten(&mut buffers.others, others * width);
             self.inner
                 .decompress_into(inner, others, storage, values, scratch)?;
-            runs.expand(&self.fill, values, out);
+            runs.expand(&buffers.runs, &self.fill, values, out);
             Ok(())
         })
     }
@@ -473,36 +515,38 @@ impl MiniBlockDecompressor for FillDecompressor {
         // Every chunk's runs first; then the inner chunks, of as many values as each
         // chunk has besides its runs, decoded together (an entropy-coded inner encoding
         // decodes their streams side by side).
-        let mut parsed = Vec::with_capacity(chunks.len());
-        let (mut inner, mut counts) = (Vec::new(), Vec::new());
-        for (k, chunk) in chunks.iter().enumerate() {
-            let (runs, rest) = Runs::parse(chunk, num_values).map_err(|e| in_run_chunk(e, k))?;
-            let others = num_values - runs.filled;
-            if others == 0 {
-                if !rest.is_empty() {
-                    return Err(in_run_chunk(
-                        Error::corrupt(format!(
-                            "fill chunk of {num_values} fill values has {} bytes after its runs",
-                            rest.len()
-                        )),
-                        k,
-                    ));
+        BUFFERS.with_borrow_mut(|buffers| {
+            buffers.runs.clear();
+            let mut parsed = Vec::with_capacity(chunks.len());
+            let (mut inner, mut counts) = (Vec::new(), Vec::new());
+            for (k, chunk) in chunks.iter().enumerate() {
+                let (runs, rest) = Runs::parse(chunk, num_values, &mut buffers.runs)
+                    .map_err(|e| in_run_chunk(e, k))?;
+                let others = num_values - runs.filled;
+                if others == 0 {
+                    if !rest.is_empty() {
+                        return Err(in_run_chunk(
+                            Error::corrupt(format!(
+                                "fill chunk of {num_values} fill values has {} bytes after its runs",
+                                rest.len()
+                            )),
+                            k,
+                        ));
+                    }
+                } else {
+                    inner.push(rest);
+                    counts.push(others);
                 }
-            } else {
-                inner.push(rest);
-                counts.push(others);
+                parsed.push(runs);
             }
-            parsed.push(runs);
-        }
-        let total: usize = counts.iter().sum();
-        OTHERS.with_borrow_mut(|buffer| {
-            let values = super::overwritten(buffer, total * width);
+            let total: usize = counts.iter().sum();
+            let values = super::overwritten(&mut buffers.others, total * width);
             self.inner
                 .decompress_counted_chunks_into(&inner, &counts, values, scratch)?;
             let mut from = 0;
             for (runs, out) in parsed.iter().zip(out.chunks_exact_mut(len)) {
                 let others = (num_values - runs.filled) * width;
-                runs.expand(&self.fill, &values[from..from + others], out);
+                runs.expand(&buffers.runs, &self.fill, &values[from..from + others], out);
                 from += others;
             }
             Ok(())

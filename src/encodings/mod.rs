@@ -560,20 +560,25 @@ pub(crate) fn decompress_each<D: MiniBlockDecompressor + ?Sized>(
     Ok(())
 }
 
-/// The chunks of a run in groups of up to [`kernels::tans::STREAMS`], each with the index
-/// of its first chunk and its values' bytes of `out` (`len` bytes a chunk), for decoders
-/// that decode a group's coded streams side by side.
-pub(crate) fn stream_groups<'c, 'd, 'o>(
+/// The chunks of a run (`counts[k]` values in chunk `k`) in groups whose coded streams
+/// decode side by side, each with the index of its first chunk and its chunks' counts.
+/// Chunks of one count go a kernel's worth at a time, their symbols decoded and used while
+/// in cache; chunks of different counts (a fill page's inner chunks) eight times as many,
+/// so that `entropy::decode_many` finds streams of near lengths to decode together.
+pub(crate) fn stream_groups<'c, 'd>(
     chunks: &'c [&'d [u8]],
-    len: usize,
-    out: &'o mut [u8],
-) -> impl Iterator<Item = (usize, &'c [&'d [u8]], &'o mut [u8])> {
-    let streams = crate::kernels::tans::STREAMS;
+    counts: &'c [usize],
+) -> impl Iterator<Item = (usize, &'c [&'d [u8]], &'c [usize])> {
+    let streams = if counts.windows(2).all(|w| w[0] == w[1]) {
+        crate::kernels::tans::STREAMS
+    } else {
+        8 * crate::kernels::tans::STREAMS
+    };
     chunks
         .chunks(streams)
-        .zip(out.chunks_mut(streams * len.max(1)))
+        .zip(counts.chunks(streams))
         .enumerate()
-        .map(move |(g, (group, out))| (g * streams, group, out))
+        .map(move |(g, (group, counts))| (g * streams, group, counts))
 }
 
 /// Names chunk `k` of a run of chunks in a corruption error.
