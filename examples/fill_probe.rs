@@ -2,7 +2,9 @@
 //! its share of the values and how many runs it makes, then the file encoded in 1 MiB
 //! pages with an `auto` strategy (default `auto`) without and with its fill layer, each
 //! decoded page by page (best of `REPS` passes, default 20, of a fresh `PageDecoder`
-//! and `decode()` per page), with the encodings its pages took.
+//! and `decode()` per page; with `ROWS` set, each page's decoder made once and the page
+//! decoded `ROWS` rows a call, as a scan's batches are), with the encodings its pages
+//! took.
 //!
 //! `cargo run --release --example fill_probe -- FILE [STRATEGY]`
 
@@ -105,11 +107,29 @@ fn measure(
     for (encoding, _, _) in &pages {
         *chosen.entry(short_name(encoding)).or_insert(0) += 1;
     }
+    let rows: Option<usize> = std::env::var("ROWS").ok().map(|s| s.parse()).transpose()?;
+    let decoders = pages
+        .iter()
+        .map(|(encoding, n, page)| PageDecoder::try_new(encoding, *n, page))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut best = f64::MAX;
     for _ in 0..reps.max(1) {
         let start = Instant::now();
-        for (encoding, n, page) in &pages {
-            std::hint::black_box(PageDecoder::try_new(encoding, *n, page)?.decode()?);
+        match rows {
+            None => {
+                for (encoding, n, page) in &pages {
+                    std::hint::black_box(PageDecoder::try_new(encoding, *n, page)?.decode()?);
+                }
+            }
+            Some(rows) => {
+                for decoder in &decoders {
+                    let n = decoder.num_values();
+                    for from in (0..n).step_by(rows.max(1)) {
+                        let range = from..(from + rows).min(n);
+                        std::hint::black_box(decoder.decode_range(range)?);
+                    }
+                }
+            }
         }
         best = best.min(start.elapsed().as_secs_f64());
     }

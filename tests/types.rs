@@ -462,6 +462,8 @@ fn strategies_parse_and_print() {
         "auto",
         "auto:0",
         "auto:0.1",
+        "auto:nofill",
+        "auto:0.2:nofill",
     ] {
         let strategy: Strategy = name.parse().unwrap();
         assert_eq!(strategy.to_string(), name);
@@ -470,7 +472,22 @@ fn strategies_parse_and_print() {
         "BSS+ZSTD".parse::<Strategy>().unwrap().to_string(),
         "bss+zstd"
     );
-    for bad in ["", "gzip", "auto:x", "auto:1", "auto:-0.5"] {
+    let Ok(Strategy::Auto(no_fills)) = "auto:0.2:nofill".parse::<Strategy>() else {
+        panic!("not auto")
+    };
+    assert!(!no_fills.fills());
+    assert_eq!("auto:0.03".parse::<Strategy>().unwrap().to_string(), "auto");
+    for bad in [
+        "",
+        "gzip",
+        "auto:x",
+        "auto:1",
+        "auto:-0.5",
+        "auto:",
+        "auto:nofill:0.2",
+        "auto:0.1:0.2",
+        "auto:0.1:fill",
+    ] {
         let err = bad.parse::<Strategy>().unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad}");
     }

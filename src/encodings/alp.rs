@@ -2551,7 +2551,7 @@ mod tests {
                     }
                     match (run(&damaged, counts), each(&damaged, counts)) {
                         (Ok(whole), Ok(parts)) => {
-                            assert!(whole == parts, "width {width}, chunk {k}")
+                            assert!(whole == parts, "width {width}, chunk {k}");
                         }
                         (Err(_), Err(_)) => failed += 1,
                         (whole, alone) => panic!(

@@ -340,11 +340,22 @@ impl From<Encoding> for Strategy {
 }
 
 impl fmt::Display for Strategy {
+    /// As [`FromStr`] reads it: an encoding's name, or `auto` with `:GAIN` when the gain
+    /// is not the default and `:nofill` when fill pages are off (the candidates of
+    /// [`AutoOptions::with_candidates`] are not shown).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Strategy::Fixed(e) => write!(f, "{e}"),
-            Strategy::Auto(o) if *o == AutoOptions::default() => f.write_str("auto"),
-            Strategy::Auto(o) => write!(f, "auto:{}", o.min_gain),
+            Strategy::Auto(o) => {
+                f.write_str("auto")?;
+                if o.min_gain != DEFAULT_MIN_GAIN {
+                    write!(f, ":{}", o.min_gain)?;
+                }
+                if !o.fills {
+                    f.write_str(":nofill")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -352,22 +363,37 @@ impl fmt::Display for Strategy {
 impl FromStr for Strategy {
     type Err = Error;
 
-    /// An encoding name, `auto`, or `auto:GAIN` (`auto:0` favours size alone).
+    /// An encoding name, or `auto` followed by any of `:GAIN` (its `min_gain`; `auto:0`
+    /// favours size alone) and `:nofill` (no fill pages), in that order.
     fn from_str(s: &str) -> Result<Self> {
         let lower = s.to_ascii_lowercase();
-        if lower == "auto" {
-            return Ok(Strategy::default());
-        }
-        if let Some(gain) = lower.strip_prefix("auto:") {
-            let gain: f64 = gain
-                .parse()
-                .map_err(|_| Error::invalid(format!("auto's min_gain {gain:?} is not a number")))?;
-            return Ok(Strategy::Auto(AutoOptions::default().with_min_gain(gain)?));
+        if lower == "auto" || lower.starts_with("auto:") {
+            let mut options = AutoOptions::default();
+            let mut rest: Vec<&str> = lower.split(':').skip(1).collect();
+            if rest.last() == Some(&"nofill") {
+                rest.pop();
+                options = options.with_fills(false);
+            }
+            match rest[..] {
+                [] => {}
+                [gain] => {
+                    let gain: f64 = gain.parse().map_err(|_| {
+                        Error::invalid(format!("auto's min_gain {gain:?} is not a number"))
+                    })?;
+                    options = options.with_min_gain(gain)?;
+                }
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "{s:?}: expected auto, auto:GAIN, auto:nofill or auto:GAIN:nofill"
+                    )))
+                }
+            }
+            return Ok(Strategy::Auto(options));
         }
         s.parse::<Encoding>().map(Strategy::Fixed).map_err(|_| {
             let names: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
             Error::invalid(format!(
-                "unknown encoding {s:?}; expected auto, auto:GAIN or one of {}",
+                "unknown encoding {s:?}; expected auto, auto:GAIN, auto:nofill or one of {}",
                 names.join(", ")
             ))
         })

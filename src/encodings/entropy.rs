@@ -602,14 +602,33 @@ const MISSING: f32 = (1 << 24) as f32;
 struct Decoder {
     log: u32,
     entries: Vec<DecodeEntry>,
+    /// Each symbol's count in the table: the `x` of the state every lane of a stream ends
+    /// at (the encoder starts each lane at the first state of its last symbol).
+    counts: [u16; 256],
 }
 
 impl Decoder {
     fn new(norm: &[(u8, u32)], log: u32) -> Self {
+        let mut counts = [0u16; 256];
+        for &(symbol, count) in norm {
+            // At most 2^MAX_TABLE_LOG.
+            counts[usize::from(symbol)] = count as u16;
+        }
         Self {
             log,
             entries: decode_table(norm, log),
+            counts,
         }
+    }
+
+    /// Whether state `state` (an index of the table) is the first state of its symbol,
+    /// where a lane of a whole stream ends: its `x`, `(base + size) >> bits`, is the
+    /// symbol's count. A stream decoded to more or fewer bytes than were coded ends
+    /// elsewhere, but for a chance of about (symbols / states) a lane.
+    fn is_first_state(&self, state: usize) -> bool {
+        let entry = self.entries[state];
+        let x = (usize::from(entry.base) + self.entries.len()) >> entry.bits;
+        x == usize::from(self.counts[usize::from(entry.symbol)])
     }
 
     /// Decodes `out.len()` bytes from `rest`, which starts with `u16 P` and the bit
@@ -706,9 +725,17 @@ impl Decoder {
             state[i % L] = usize::from(entry.base) + (peek(bits, pos) & mask(b)) as usize;
             pos += b as usize;
         }
-        // Byte `steps` on is the tail: each lane's last byte, from its state.
+        // Byte `steps` on is the tail: each lane's last byte, from its state, which must
+        // be the state the encoder started that lane at.
         for (i, slot) in tail.iter_mut().enumerate() {
-            *slot = table[state[(steps + i) % L]].symbol;
+            let lane = state[(steps + i) % L];
+            *slot = table[lane].symbol;
+            if !self.is_first_state(lane) {
+                return Err(format!(
+                    "lane {} of a stream of {n} bytes does not end where its coding began (a count that is not the stream's?)",
+                    (steps + i) % L
+                ));
+            }
         }
         // Every byte of the bit stream used, none read past its end.
         if pos > 8 * len || pos.div_ceil(8) != len {
@@ -2698,6 +2725,52 @@ mod tests {
             other[0] = if wide { MODE_TANS } else { MODE_TANS4 };
             let _ = decode(&other, &mut out, &none);
         }
+    }
+
+    /// A stream decoded to a length other than its own (a page that claims more or fewer
+    /// values than a chunk holds) is an error but by chance: its lanes do not end at the
+    /// states the encoder began them at, or its bits do not end with the stream. Chance is
+    /// about (symbols / states) a lane, so small tables of short streams let a few
+    /// through (without the end-state check, 54 of these 120 decoded).
+    #[test]
+    fn streams_decoded_to_another_length_are_corrupt() {
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        let none = PageTables::default();
+        let (mut checked, mut passed) = (0, Vec::new());
+        for n in [40usize, 100, 511, 1024, 4096] {
+            for kind in 0..3 {
+                let stream: Vec<u8> = (0..n)
+                    .map(|i| match kind {
+                        0 => u8::from(xorshift(&mut x).is_multiple_of(10)),
+                        1 => [0, 0, 0, 1, 255, 2, 0, 254][(xorshift(&mut x) % 8) as usize],
+                        _ => (i % 251) as u8,
+                    })
+                    .collect();
+                for wide in [false, true] {
+                    let mut coded = Vec::new();
+                    encode_lanes(&stream, &none, wide, &mut coded).unwrap();
+                    if ![MODE_TANS, MODE_TANS4].contains(&coded[0]) {
+                        continue;
+                    }
+                    let mut out = vec![0; n];
+                    assert_eq!(decode(&coded, &mut out, &none).unwrap(), coded.len());
+                    for other in [n - 8, n - 4, n - 1, n + 1, n + 4, n + 8] {
+                        let mut out = vec![0; other];
+                        match decode(&coded, &mut out, &none) {
+                            Err(e) => assert_eq!(e.kind(), crate::error::ErrorKind::Corrupt),
+                            Ok(_) => passed.push((n, kind, wide, other)),
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked >= 120, "{checked}");
+        assert!(
+            passed.len() * 20 <= checked && passed.iter().all(|&(n, ..)| n < 500),
+            "{} of {checked} decoded: {passed:?}",
+            passed.len()
+        );
     }
 
     #[test]

@@ -59,12 +59,16 @@ pub(crate) struct Cursor<'a> {
     pub(crate) pos: usize,
 }
 
-/// The vector kernel, where this CPU has AVX-512F.
+/// The vector kernel, where this CPU has AVX-512F, unless the environment variable
+/// `MINIBLOCK_TANS` is `scalar` (for comparisons: streams then decode one at a time).
 fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| std::is_x86_feature_detected!("avx512f"))
+        *HAS.get_or_init(|| {
+            std::is_x86_feature_detected!("avx512f")
+                && std::env::var("MINIBLOCK_TANS").as_deref() != Ok("scalar")
+        })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -104,7 +104,8 @@ impl Dtype {
     }
 }
 
-/// Parses an `--encoding` value: an encoding name, `auto` or `auto:GAIN`.
+/// Parses an `--encoding` value: an encoding name, or `auto` with an optional `:GAIN` and
+/// `:nofill`.
 pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
     s.parse::<Strategy>().map_err(|e| e.to_string())
 }
