@@ -1817,13 +1817,7 @@ impl AlpDecompressor {
                 }
             }
             symbols.resize(binned.iter().map(|b| b.n).sum(), 0);
-            let mut outs: Vec<&mut [u8]> = Vec::with_capacity(binned.len());
-            let mut rest = &mut symbols[..];
-            for b in &binned {
-                let (this, after) = std::mem::take(&mut rest).split_at_mut(b.n);
-                outs.push(this);
-                rest = after;
-            }
+            let mut outs = super::cut_mut(&mut symbols, binned.iter().map(|b| b.n));
             let inputs: Vec<&[u8]> = binned.iter().map(|b| &b.chunk[b.coded.clone()]).collect();
             let used = entropy::decode_many(&inputs, &mut outs, &self.tables)?;
             let decoded: Vec<(&[u8], usize)> = outs.into_iter().map(|o| &*o).zip(used).collect();
@@ -1917,13 +1911,7 @@ fn corrections_ahead<'b>(
     }
     buffer.clear();
     buffer.resize(lens.iter().sum(), 0);
-    let mut outs: Vec<&mut [u8]> = Vec::with_capacity(lens.len());
-    let mut rest = &mut buffer[..];
-    for &len in &lens {
-        let (this, after) = std::mem::take(&mut rest).split_at_mut(len);
-        outs.push(this);
-        rest = after;
-    }
+    let mut outs = super::cut_mut(buffer, lens.iter().copied());
     let Ok(used) = entropy::decode_many(&inputs, &mut outs, tables) else {
         return vec![None; binned.len()];
     };

@@ -918,13 +918,7 @@ impl DeltaDecompressor {
             let total: usize = lens.iter().sum();
             let decoded = super::overwritten(scratch, total);
             let used = {
-                let mut outs: Vec<&mut [u8]> = Vec::with_capacity(lens.len());
-                let mut rest = &mut decoded[..];
-                for &len in &lens {
-                    let (this, after) = std::mem::take(&mut rest).split_at_mut(len);
-                    outs.push(this);
-                    rest = after;
-                }
+                let mut outs = super::cut_mut(decoded, lens.iter().copied());
                 entropy::decode_many(&inputs, &mut outs, &self.tables)?
             };
             // Streams `from..to`, decoded, back to back.

@@ -581,6 +581,19 @@ pub(crate) fn stream_groups<'c, 'd>(
         .map(move |(g, (group, counts))| (g * streams, group, counts))
 }
 
+/// `buffer` cut into consecutive pieces of `lens` bytes each (their sum at most its
+/// length), as the outputs of streams decoded side by side.
+pub(crate) fn cut_mut(buffer: &mut [u8], lens: impl IntoIterator<Item = usize>) -> Vec<&mut [u8]> {
+    let mut rest = buffer;
+    lens.into_iter()
+        .map(|len| {
+            let (this, after) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = after;
+            this
+        })
+        .collect()
+}
+
 /// Names chunk `k` of a run of chunks in a corruption error.
 pub(crate) fn in_run_chunk(e: Error, k: usize) -> Error {
     match e {
