@@ -6,6 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -87,6 +88,10 @@ pub(crate) struct Unit {
 /// on past a window's first batch, the next window of its rows is fetched in the
 /// background (a spawned task, by a second reader of the file) while this one decodes,
 /// so that reading from the store and decoding overlap.
+///
+/// Rows are decoded a span of several batches at a time (about [`SPAN_BYTES`] of
+/// decoded values) and handed out as slices of it: the decoders take the chunks of a
+/// span side by side, more of them at once than one batch holds.
 ///
 /// Metrics: `requests` and `bytes_fetched`, the ranged reads of pages and chunks (the
 /// footers are read when the table is opened, or once per file by a plan sent
@@ -264,6 +269,8 @@ impl ExecutionPlan for MiniblockScanExec {
         let state = PartitionScan {
             units: units.iter().cloned().collect(),
             batch_rows,
+            span_rows: span_rows(&self.file_schema, &self.projection, batch_rows),
+            decoded: None,
             window_bytes: window_bytes(&self.store_url, self.projection.len()),
             current: None,
             files: Arc::clone(&self.files),
@@ -318,6 +325,10 @@ struct PartitionScan {
     /// Cut into batches as they are read: a plan's ranges are not trusted to be small.
     units: VecDeque<Unit>,
     batch_rows: u64,
+    /// Rows decoded at once ([`span_rows`]).
+    span_rows: u64,
+    /// The last span decoded: its file, its rows and their batch.
+    decoded: Option<(usize, Range<u64>, RecordBatch)>,
     /// Bytes a window fetches ([`window_bytes`]).
     window_bytes: u64,
     /// The file being read: a partition reads its files one after the other.
@@ -351,15 +362,25 @@ impl PartitionScan {
         }
     }
 
-    /// Reads `rows` of `file`. Rows past the last prefetched window are fetched with the
+    /// Reads `rows` of `file`: a slice of the span last decoded when it holds them, else
+    /// the span from `rows.start` on (up to `unit_end` and the end of the window it lies
+    /// in) is decoded first. Rows past the last prefetched window are fetched with the
     /// rest of their window, about `window_bytes` (or taken from the read-ahead, when
     /// it holds them); then the window after it starts to be fetched in the background.
-    async fn read(
-        &mut self,
-        file: usize,
-        rows: Range<u64>,
-        unit_end: u64,
-    ) -> Result<datafusion::arrow::record_batch::RecordBatch> {
+    async fn read(&mut self, file: usize, rows: Range<u64>, unit_end: u64) -> Result<RecordBatch> {
+        if let Some((at, span, batch)) = &self.decoded {
+            if *at == file && span.start <= rows.start && rows.end <= span.end {
+                let offset = usize::try_from(rows.start - span.start).expect("within a batch");
+                let len = usize::try_from(rows.end - rows.start).expect("within a batch");
+                let batch = batch.slice(offset, len);
+                // A second batch of a span: the scan reads on.
+                if let Some(current) = self.current.as_mut() {
+                    current.read_ahead(&self.projection, unit_end, &self.fetched_ahead);
+                }
+                return Ok(batch);
+            }
+        }
+        self.decoded = None;
         let scan_file = &self.files[file];
         let in_file = |e: miniblock::Error| external(e).context(scan_file.path.to_string());
         if self.current.as_ref().is_none_or(|c| c.file != file) {
@@ -411,29 +432,24 @@ impl PartitionScan {
                 }
             }
         }
-        let next = current.window.end
-            ..unit_end.min(current.window.end.saturating_add(current.window_rows));
-        if reads_on && current.ahead.is_none() && !next.is_empty() {
-            // A clone shares the parsed footer and the decoders that `prefetch` built for
-            // the current window, so it does not ask for their page buffers again.
-            let mut reader = current.reader.clone();
-            let projection = self.projection.clone();
-            let window = next.clone();
-            self.fetched_ahead.add(1);
-            current.ahead = Some(Ahead {
-                window: next,
-                task: SpawnedTask::spawn(async move {
-                    let count = prefetch(&mut reader, &projection, window).await?;
-                    Ok((reader, count))
-                }),
-            });
+        if reads_on {
+            current.read_ahead(&self.projection, unit_end, &self.fetched_ahead);
         }
+        // The span stays within the window (whose fetching was counted above) and its unit.
+        let span = rows.start
+            ..unit_end
+                .min(current.window.end)
+                .min(rows.start.saturating_add(self.span_rows))
+                .max(rows.end);
         let reader = &mut current.reader;
         let before = reader.fetched();
-        let batch = reader
-            .read_batch(&self.projection, rows)
+        let decoded = reader
+            .read_batch(&self.projection, span.clone())
             .await
             .map_err(in_file)?;
+        let len = usize::try_from(rows.end - rows.start).expect("a batch's rows");
+        let batch = decoded.slice(0, len);
+        self.decoded = Some((file, span, decoded));
         let after = reader.fetched();
         fetched.requests += after.requests - before.requests;
         fetched.bytes += after.bytes - before.bytes;
@@ -441,6 +457,28 @@ impl PartitionScan {
         self.bytes.add(fetched.bytes as usize);
         Ok(batch)
     }
+}
+
+/// Decoded bytes a partition's span of rows holds, at most (one batch at least): enough
+/// chunks of each column for the decoders to take many side by side, few enough that
+/// the span is still in the core's cache when its last batch is consumed.
+const SPAN_BYTES: u64 = 256 << 10;
+
+/// Rows of `projection` decoded at once: whole batches of `batch_rows` making at most
+/// [`SPAN_BYTES`] of values, at least one batch.
+fn span_rows(schema: &SchemaRef, projection: &[usize], batch_rows: u64) -> u64 {
+    let row_bytes: u64 = projection
+        .iter()
+        .map(|&c| {
+            schema
+                .fields()
+                .get(c)
+                .and_then(|f| f.data_type().primitive_width())
+                .map_or(8, |w| w as u64)
+        })
+        .sum();
+    let batches = SPAN_BYTES / row_bytes.max(1).saturating_mul(batch_rows).max(1);
+    batches.max(1).saturating_mul(batch_rows)
 }
 
 /// `reader.prefetch(projection, rows)`, and what it fetched.
@@ -474,6 +512,30 @@ struct Current {
     /// The rows last prefetched.
     window: Range<u64>,
     ahead: Option<Ahead>,
+}
+
+impl Current {
+    /// Starts fetching the window after the current one (within its unit, which ends at
+    /// `unit_end`) in the background, unless that is under way or there is none.
+    fn read_ahead(&mut self, projection: &[usize], unit_end: u64, started: &Count) {
+        let next = self.window.end..unit_end.min(self.window.end.saturating_add(self.window_rows));
+        if self.ahead.is_some() || next.is_empty() {
+            return;
+        }
+        // A clone shares the parsed footer and the decoders that `prefetch` built for the
+        // current window, so it does not ask for their page buffers again.
+        let mut reader = self.reader.clone();
+        let projection = projection.to_vec();
+        let window = next.clone();
+        started.add(1);
+        self.ahead = Some(Ahead {
+            window: next,
+            task: SpawnedTask::spawn(async move {
+                let count = prefetch(&mut reader, &projection, window).await?;
+                Ok((reader, count))
+            }),
+        });
+    }
 }
 
 /// Bytes a partition fetches at once: enough that per-request costs vanish against the
@@ -527,6 +589,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn spans_are_whole_batches_of_a_quarter_mebibyte_at_least_one() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("f", DataType::Float32, true),
+            Field::new("d", DataType::Float64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        assert_eq!(span_rows(&schema, &[0], 8192), 65536);
+        assert_eq!(span_rows(&schema, &[1], 8192), 32768);
+        assert_eq!(span_rows(&schema, &[0, 1], 8192), 16384);
+        assert_eq!(span_rows(&schema, &[0], 100), 655 * 100);
+        // Wider than the span's bytes, or a column of no fixed width: one batch.
+        assert_eq!(span_rows(&schema, &[0, 1, 2], 1 << 20), 1 << 20);
+        assert_eq!(span_rows(&schema, &[2], 32768), 32768);
+        assert_eq!(span_rows(&schema, &[], 8192), 8192 * (SPAN_BYTES / 8192));
+        assert_eq!(span_rows(&schema, &[0], u64::MAX), u64::MAX);
+    }
+
+    #[test]
     fn hostile_ranges_are_cut_as_read_and_summed_without_overflow() {
         let huge = Unit {
             file: 0,
@@ -541,6 +621,8 @@ mod tests {
                 huge.clone(),
             ]),
             batch_rows: 8192,
+            span_rows: 8192,
+            decoded: None,
             window_bytes: PREFETCH_BYTES,
             current: None,
             files: Arc::from(vec![ScanFile::unopened(Path::from("x.mb"))]),

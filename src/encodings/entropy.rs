@@ -2047,7 +2047,7 @@ const PAD: usize = 8;
 /// Decodes several coded streams, each from the start of its input into its output of
 /// the same index, as [`decode`] would one after the other; returns the bytes of each
 /// input taken. Streams of four lanes of the same length are decoded side by side where
-/// the CPU has the vector kernel (`kernels::tans`), up to sixteen at a time; a chunk's
+/// the CPU has the vector kernel (`kernels::tans`), up to `kernels::tans::streams()` at a time; a chunk's
 /// streams are independent, so a run of chunks supplies them.
 pub(crate) fn decode_many(
     inputs: &[&[u8]],
@@ -2102,7 +2102,7 @@ pub(crate) fn decode_many(
     wide.sort_by_key(|&(i, _, _)| std::cmp::Reverse(outs[i].as_ref().map_or(0, |o| o.len())));
     let mut rest = &wide[..];
     while !rest.is_empty() {
-        let take = rest.len().min(kernels::tans::STREAMS);
+        let take = rest.len().min(kernels::tans::streams());
         let (group, after) = rest.split_at(take);
         rest = after;
         let len_of = |i: usize| outs[i].as_ref().map_or(0, |o| o.len());
@@ -2112,7 +2112,7 @@ pub(crate) fn decode_many(
         };
         // A vector costs the same whatever it holds: the streams past the last vector
         // with enough of them decode one at a time, with the tables already built.
-        let per = kernels::tans::PER_VECTOR;
+        let per = kernels::tans::per_vector();
         let left = take % per;
         let (group, alone) = group.split_at(
             take - if left < kernels::tans::MIN_PER_VECTOR {

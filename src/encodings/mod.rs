@@ -570,9 +570,9 @@ pub(crate) fn stream_groups<'c, 'd>(
     counts: &'c [usize],
 ) -> impl Iterator<Item = (usize, &'c [&'d [u8]], &'c [usize])> {
     let streams = if counts.windows(2).all(|w| w[0] == w[1]) {
-        crate::kernels::tans::STREAMS
+        crate::kernels::tans::streams()
     } else {
-        8 * crate::kernels::tans::STREAMS
+        8 * crate::kernels::tans::streams()
     };
     chunks
         .chunks(streams)
