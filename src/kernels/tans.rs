@@ -1,20 +1,27 @@
-//! tANS streams decoded side by side, one per 64-bit lane of a 512-bit vector (x86_64
-//! AVX-512F): the vector form of the entropy coder's four-lane decoder
-//! (`encodings::entropy`, modes 4 and 5).
+//! tANS streams decoded side by side, one per lane of a 512-bit vector (x86_64 AVX-512):
+//! the vector form of the entropy coder's four-lane decoder (`encodings::entropy`, modes
+//! 4 and 5).
 //!
 //! One stream alone is bound by a chain of dependent steps: a state selects a table
 //! entry, the entry says how many bits to read, and the bits make the next state, while
 //! the next bit position waits on the entry too. Within a stream that chain cannot be
-//! cut without a new format, but the chunks of a page are independent streams: eight of
-//! them in a vector make eight chains that advance together, one gather of table entries
-//! a step for all eight, and a second vector of eight overlaps its gathers' waits with
-//! the first's.
+//! cut without a new format, but the chunks of a page are independent streams: in a
+//! vector they make chains that advance together, one gather of table entries a step for
+//! all of them, and a second vector overlaps its gathers' waits with the first's.
 //!
 //! A step of the four-lane format reads lane `i % 4`'s state, so a group of four steps
 //! uses each lane's state once: the four entry gathers of a group are independent of one
 //! another. The group's bits (at most 48: four reads of at most 12) come from one 64-bit
-//! word a stream, gathered at the stream's byte position and shifted by its bit offset;
-//! each lane's bits start at the sum of the counts before it in the group.
+//! word a stream, gathered at the stream's byte position; each read starts at the stream's
+//! bit offset plus the counts before it in the group.
+//!
+//! Two forms ([`Kernel`]): sixteen streams a vector in 32-bit lanes where the CPU has
+//! AVX-512 VBMI2 (the default), else eight in 64-bit lanes (AVX-512F). Every state, count
+//! and bit position fits 32 bits, so the narrow form does a step's arithmetic for twice
+//! the streams an instruction; only the words are 64-bit, gathered as two vectors of
+//! eight, split into their low and high halves, and read across the two with a funnel
+//! shift (`vpshrdvd`) whose count stays under 32: after two reads (at most 7 + 24 bits
+//! in) both halves move on.
 //!
 //! Bounds: a table index is a state masked to its table's size, and a group starts only
 //! when every stream's 8-byte word at its position lies within its bit stream. Whatever is
@@ -546,8 +553,8 @@ unsafe fn decode4_narrow<const SETS: usize>(
         _mm512_cmpgt_epu32_mask, _mm512_extracti64x4_epi64, _mm512_i32gather_epi32,
         _mm512_i32gather_epi64, _mm512_load_si512, _mm512_permutex2var_epi32, _mm512_set1_epi32,
         _mm512_setr_epi32, _mm512_setzero_si512, _mm512_shrdv_epi32, _mm512_sllv_epi32,
-        _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_store_si512, _mm512_sub_epi32,
-        _mm512_ternarylogic_epi32, _mm512_unpackhi_epi32, _mm512_unpacklo_epi32,
+        _mm512_srli_epi32, _mm512_srlv_epi32, _mm512_store_si512, _mm512_ternarylogic_epi32,
+        _mm512_unpackhi_epi32, _mm512_unpacklo_epi32,
     };
     const PER: usize = 16;
     let count = cursors.len();
@@ -582,10 +589,10 @@ unsafe fn decode4_narrow<const SETS: usize>(
     let mut pos = loads(&positions);
     let mut state: [[__m512i; 4]; SETS] =
         std::array::from_fn(|s| std::array::from_fn(|j| load(&states[j][s])));
-    let (seven, byte, one) = (
+    let (seven, byte, ones) = (
         _mm512_set1_epi32(7),
         _mm512_set1_epi32(0xFF),
-        _mm512_set1_epi32(1),
+        _mm512_set1_epi32(-1),
     );
     // The low and the high halves of two vectors of eight 64-bit words, in word order.
     let halves = [
@@ -648,9 +655,10 @@ unsafe fn decode4_narrow<const SETS: usize>(
                         offset = _mm512_setzero_si512();
                     }
                     let bits = _mm512_and_si512(_mm512_srli_epi32::<8>(*entry), byte);
-                    let low = _mm512_and_si512(
+                    // The word's low `bits` bits: those under a mask of ones shifted up.
+                    let low = _mm512_andnot_si512(
+                        _mm512_sllv_epi32(ones, bits),
                         _mm512_shrdv_epi32(low_half, high_half, offset),
-                        _mm512_sub_epi32(_mm512_sllv_epi32(one, bits), one),
                     );
                     state[s][j] = _mm512_add_epi32(_mm512_srli_epi32::<16>(*entry), low);
                     offset = _mm512_add_epi32(offset, bits);
