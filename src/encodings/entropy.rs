@@ -2136,11 +2136,6 @@ pub(crate) fn decode_many(
             continue;
         }
         let mut ends = Vec::with_capacity(group.len());
-        // Each bit stream copied with zeros after it: the kernel reads a whole word at a
-        // stream's position, and a stream that ends at the end of its chunk would
-        // otherwise stop every stream of the group its last words before. A valid
-        // stream takes no bit past its end, so what follows it there is never used.
-        let mut padded = Vec::new();
         for (i, at, table) in group {
             let (i, at) = (*i, *at);
             let decoder = match table {
@@ -2150,15 +2145,34 @@ pub(crate) fn decode_many(
             let (bits, len, states) = decoder
                 .start::<WIDE_LANES>(&inputs[i][at..])
                 .map_err(corrupt)?;
-            padded.extend_from_slice(&bits[..len]);
-            padded.extend_from_slice(&[0; PAD]);
-            ends.push((i, at, len, decoder, states));
+            ends.push((i, at, bits, len, decoder, states));
+        }
+        // The kernel reads a whole word at a stream's position, so a stream with fewer
+        // than a word's bytes after it (one that ends at the end of its chunk) would stop
+        // every stream of the group its last words before. Where every stream has a word
+        // of bytes after it (a chunk's bin symbols, followed by their low bits) and the
+        // kernel takes them where they lie, they are read in place; else each is copied
+        // with zeros after it. A valid stream takes no bit past its end, so what follows
+        // it is never used.
+        let in_place = ends.iter().all(|e| e.2.len() >= e.3 + PAD)
+            && kernels::tans::takes_in_place(ends.iter().map(|e| e.2));
+        let mut padded = Vec::new();
+        if !in_place {
+            for &(_, _, bits, len, _, _) in &ends {
+                padded.extend_from_slice(&bits[..len]);
+                padded.extend_from_slice(&[0; PAD]);
+            }
         }
         let mut cursors = Vec::with_capacity(group.len());
         let mut rest_bits = &padded[..];
-        for &(i, _, len, decoder, states) in &ends {
-            let (bits, after) = rest_bits.split_at(len + PAD);
-            rest_bits = after;
+        for &(i, _, bits, len, decoder, states) in &ends {
+            let bits = if in_place {
+                bits
+            } else {
+                let (bits, after) = rest_bits.split_at(len + PAD);
+                rest_bits = after;
+                bits
+            };
             let out = outs[i].take().expect("each stream is in one group");
             cursors.push(Cursor {
                 table: &decoder.entries,
@@ -2171,7 +2185,7 @@ pub(crate) fn decode_many(
         // Whole groups of four of the steps before the lanes' last bytes.
         let steps = (n - WIDE_LANES) / 4 * 4;
         let reached = kernels::tans::decode4(&mut cursors, 0, steps);
-        for (cursor, &(i, at, len, decoder, _)) in cursors.iter_mut().zip(&ends) {
+        for (cursor, &(i, at, _, len, decoder, _)) in cursors.iter_mut().zip(&ends) {
             used[i] = at
                 + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, reached, len))
                     .map_err(corrupt)?;

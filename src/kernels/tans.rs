@@ -135,6 +135,18 @@ pub(crate) fn per_vector() -> usize {
     kernel().map_or(per_vector_of(Kernel::Wide), per_vector_of)
 }
 
+/// Whether [`decode4`]'s kernel decodes streams whose bits lie at `bits` where they are:
+/// the narrow kernel addresses them by 32-bit offsets from the first, so they must lie
+/// within 2 GiB of one another (as the chunks of one page do).
+pub(crate) fn takes_in_place<'a>(bits: impl IntoIterator<Item = &'a [u8]>) -> bool {
+    let mut span: Option<(usize, usize)> = None;
+    for b in bits {
+        let (start, end) = (b.as_ptr() as usize, b.as_ptr() as usize + b.len());
+        span = Some(span.map_or((start, end), |(lo, hi)| (lo.min(start), hi.max(end))));
+    }
+    span.is_none_or(|(lo, hi)| hi - lo < 1 << 31)
+}
+
 /// Runs steps `from..to` of every cursor (2 to [`streams`] of them, each with `to` bytes
 /// of output at least), four steps at a time, while every stream's next word lies within
 /// its bits; returns the step reached, the same for all, with each cursor's states and
