@@ -91,7 +91,9 @@ pub(crate) struct Unit {
 ///
 /// Rows are decoded a span of several batches at a time (about [`SPAN_BYTES`] of
 /// decoded values) and handed out as slices of it: the decoders take the chunks of a
-/// span side by side, more of them at once than one batch holds.
+/// span side by side, more of them at once than one batch holds. The batches of a span
+/// share its buffers, so an operator that keeps batches and counts their memory by
+/// their buffers (a sort under a memory limit) counts up to the span's bytes for each.
 ///
 /// Metrics: `requests` and `bytes_fetched`, the ranged reads of pages and chunks (the
 /// footers are read when the table is opened, or once per file by a plan sent

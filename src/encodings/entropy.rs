@@ -2047,8 +2047,8 @@ const PAD: usize = 8;
 /// Decodes several coded streams, each from the start of its input into its output of
 /// the same index, as [`decode`] would one after the other; returns the bytes of each
 /// input taken. Streams of four lanes of the same length are decoded side by side where
-/// the CPU has the vector kernel (`kernels::tans`), up to `kernels::tans::streams()` at a time; a chunk's
-/// streams are independent, so a run of chunks supplies them.
+/// the CPU has the vector kernel (`kernels::tans`), up to `kernels::tans::streams()` at
+/// a time; a chunk's streams are independent, so a run of chunks supplies them.
 pub(crate) fn decode_many(
     inputs: &[&[u8]],
     outs: &mut [&mut [u8]],
