@@ -105,9 +105,7 @@ fn on_pad(
     let from = (pos / 8).min(low.len());
     let rest = &low[from..];
     let mut pad = [0u8; 256];
-    pad.get_mut(..rest.len())
-        .filter(|_| rest.len() <= 128)?
-        .copy_from_slice(rest);
+    pad.get_mut(..rest.len())?.copy_from_slice(rest);
     let (count, at) = kernel(&pad, pos - 8 * from);
     Some((count, 8 * from + at))
 }
