@@ -5,8 +5,10 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use datafusion::arrow::array::{make_array, Array, ArrayData, ArrayRef};
+use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -91,9 +93,10 @@ pub(crate) struct Unit {
 ///
 /// Rows are decoded a span of several batches at a time (about [`SPAN_BYTES`] of
 /// decoded values) and handed out as slices of it: the decoders take the chunks of a
-/// span side by side, more of them at once than one batch holds. The batches of a span
-/// share its buffers, so an operator that keeps batches and counts their memory by
-/// their buffers (a sort under a memory limit) counts up to the span's bytes for each.
+/// span side by side, more of them at once than one batch holds. A batch's fixed-width
+/// columns are views of the span's buffers that count as their own bytes alone
+/// ([`batch_of`]), so an operator that keeps batches and counts their memory by their
+/// buffers (a sort under a memory limit) counts each span's bytes once, not once a batch.
 ///
 /// Metrics: `requests` and `bytes_fetched`, the ranged reads of pages and chunks (the
 /// footers are read when the table is opened, or once per file by a plan sent
@@ -374,7 +377,7 @@ impl PartitionScan {
             if *at == file && span.start <= rows.start && rows.end <= span.end {
                 let offset = usize::try_from(rows.start - span.start).expect("within a batch");
                 let len = usize::try_from(rows.end - rows.start).expect("within a batch");
-                let batch = batch.slice(offset, len);
+                let batch = batch_of(batch, offset, len)?;
                 // A second batch of a span: the scan reads on.
                 if let Some(current) = self.current.as_mut() {
                     current.read_ahead(&self.projection, unit_end, &self.fetched_ahead);
@@ -450,7 +453,7 @@ impl PartitionScan {
             .await
             .map_err(in_file)?;
         let len = usize::try_from(rows.end - rows.start).expect("a batch's rows");
-        let batch = decoded.slice(0, len);
+        let batch = batch_of(&decoded, 0, len)?;
         self.decoded = Some((file, span, decoded));
         let after = reader.fetched();
         fetched.requests += after.requests - before.requests;
@@ -458,6 +461,63 @@ impl PartitionScan {
         self.requests.add(fetched.requests as usize);
         self.bytes.add(fetched.bytes as usize);
         Ok(batch)
+    }
+}
+
+/// Rows `offset..offset + len` of `span`, without copying. Its fixed-width columns
+/// (without children) are rebuilt on views of the span's buffers, each view an
+/// allocation of its own bytes to Arrow's memory accounting (`Buffer::from(Bytes)`, the
+/// span's buffer its owner); a plain slice would report the whole span's buffer for
+/// every batch. Other columns are plain slices.
+fn batch_of(span: &RecordBatch, offset: usize, len: usize) -> Result<RecordBatch> {
+    let sliced = span.slice(offset, len);
+    let columns = sliced
+        .columns()
+        .iter()
+        .map(|column| own_buffers(column.as_ref()))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        sliced.schema(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(len)),
+    )?)
+}
+
+/// `array` (a slice of a span's column) on buffers of its own rows' bytes alone, when it
+/// is fixed-width without children; else `array` itself.
+fn own_buffers(array: &dyn Array) -> Result<ArrayRef> {
+    let data = array.to_data();
+    let width = data.data_type().primitive_width();
+    let (Some(width), [values], []) = (width, data.buffers(), data.child_data()) else {
+        return Ok(make_array(data));
+    };
+    let (offset, len) = (data.offset(), data.len());
+    let view = |buffer: &Buffer, range: Range<usize>| {
+        Buffer::from(bytes::Bytes::from_owner(Owner(
+            buffer.slice_with_length(range.start, range.end - range.start),
+        )))
+    };
+    let values = view(values, offset * width..(offset + len) * width);
+    let nulls = data.nulls().map(|nulls| {
+        let bits = nulls.inner();
+        let first = bits.offset() / 8;
+        let bytes = view(bits.inner(), first..(bits.offset() + len).div_ceil(8));
+        NullBuffer::new(BooleanBuffer::new(bytes, bits.offset() % 8, len))
+    });
+    let rebuilt = ArrayData::builder(data.data_type().clone())
+        .len(len)
+        .add_buffer(values)
+        .nulls(nulls)
+        .build()?;
+    Ok(make_array(rebuilt))
+}
+
+/// A slice of a span's buffer, as the owner of a view of its bytes.
+struct Owner(Buffer);
+
+impl AsRef<[u8]> for Owner {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
     }
 }
 
@@ -699,6 +759,59 @@ mod tests {
             .unwrap()
             .sum_by_name(name)
             .map_or(0, |v| v.as_usize())
+    }
+
+    /// A scan's batches count their own bytes alone, by DataFusion's own count (which a
+    /// sort under a memory limit reserves per batch it keeps), where plain slices of a
+    /// span would count the span's buffers for each; values and nulls come back
+    /// unchanged.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn batches_count_their_own_bytes() {
+        use datafusion::arrow::array::{Float32Array, RecordBatch};
+        use datafusion::common::utils::memory::get_record_batch_memory_size;
+        use datafusion::prelude::{SessionConfig, SessionContext};
+        use miniblock::file::{FileWriter, WriteOptions};
+        let rows: u32 = 1 << 19;
+        // Runs of values (so that the small windows of unit tests hold spans of more than
+        // one batch), NaN and -0.0 among them, and a few nulls.
+        let f: Float32Array = (0..rows)
+            .map(|i| {
+                let x = [1.5, -0.0, f32::from_bits(0x7fc0_1234), 3e-42][(i / 5000 % 4) as usize];
+                (i % 100_000 >= 10).then_some(x + (i / 20_000) as f32)
+            })
+            .collect();
+        let batch = RecordBatch::try_from_iter([("f", Arc::new(f.clone()) as ArrayRef)]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.mb");
+        let mut writer = FileWriter::try_new(
+            std::fs::File::create(&path).unwrap(),
+            batch.schema().as_ref(),
+            WriteOptions::default(),
+        )
+        .unwrap();
+        writer.write_batch(&batch).unwrap();
+        writer.finish().unwrap();
+        let config = SessionConfig::new()
+            .with_target_partitions(1)
+            .with_batch_size(8192);
+        let ctx = SessionContext::new_with_config(config);
+        let table = crate::MiniblockTable::open(&ctx.state(), path.to_str().unwrap())
+            .await
+            .unwrap();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let (_, out) = planned(&ctx, "SELECT f FROM t").await;
+        let bits = |a: &Float32Array| a.iter().map(|v| v.map(f32::to_bits)).collect::<Vec<_>>();
+        let mut got = Vec::new();
+        let mut counted = 0;
+        for b in &out {
+            let (n, own) = (b.num_rows(), get_record_batch_memory_size(b));
+            assert!(own <= n * 4 + n / 8 + 256, "{n} rows count {own} bytes");
+            counted += own;
+            got.extend(bits(b.column(0).as_any().downcast_ref().unwrap()));
+        }
+        let raw = rows as usize * 4;
+        assert!(counted <= raw + raw / 8 + 4096, "{counted} bytes for {raw}");
+        assert_eq!(got, bits(&f));
     }
 
     async fn planned(
