@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{make_array, Array, ArrayData, ArrayRef};
 use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::stats::Precision;
@@ -465,7 +465,7 @@ impl PartitionScan {
 }
 
 /// Rows `offset..offset + len` of `span`, without copying. Its fixed-width columns
-/// (without children) are rebuilt on views of the span's buffers, each view an
+/// (primitive or fixed-size binary, without children) are rebuilt on views of the span's buffers, each view an
 /// allocation of its own bytes to Arrow's memory accounting (`Buffer::from(Bytes)`, the
 /// span's buffer its owner); a plain slice would report the whole span's buffer for
 /// every batch. Other columns are plain slices.
@@ -484,10 +484,14 @@ fn batch_of(span: &RecordBatch, offset: usize, len: usize) -> Result<RecordBatch
 }
 
 /// `array` (a slice of a span's column) on buffers of its own rows' bytes alone, when it
-/// is fixed-width without children; else `array` itself.
+/// is fixed-width (primitive or fixed-size binary) without children; else `array`
+/// itself.
 fn own_buffers(array: &dyn Array) -> Result<ArrayRef> {
     let data = array.to_data();
-    let width = data.data_type().primitive_width();
+    let width = match data.data_type() {
+        DataType::FixedSizeBinary(width) => usize::try_from(*width).ok(),
+        other => other.primitive_width(),
+    };
     let (Some(width), [values], []) = (width, data.buffers(), data.child_data()) else {
         return Ok(make_array(data));
     };
@@ -761,13 +765,13 @@ mod tests {
             .map_or(0, |v| v.as_usize())
     }
 
-    /// A scan's batches count their own bytes alone, by DataFusion's own count (which a
-    /// sort under a memory limit reserves per batch it keeps), where plain slices of a
-    /// span would count the span's buffers for each; values and nulls come back
-    /// unchanged.
+    /// A scan's batches, of floats or fixed-size binaries, count their own bytes alone by
+    /// DataFusion's own count (which a sort under a memory limit reserves per batch it
+    /// keeps), where plain slices of a span would count the span's buffers for each;
+    /// values and nulls come back unchanged.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn batches_count_their_own_bytes() {
-        use datafusion::arrow::array::{Float32Array, RecordBatch};
+        use datafusion::arrow::array::{FixedSizeBinaryArray, Float32Array, RecordBatch};
         use datafusion::common::utils::memory::get_record_batch_memory_size;
         use datafusion::prelude::{SessionConfig, SessionContext};
         use miniblock::file::{FileWriter, WriteOptions};
@@ -780,26 +784,30 @@ mod tests {
                 (i % 100_000 >= 10).then_some(x + (i / 20_000) as f32)
             })
             .collect();
-        let batch = RecordBatch::try_from_iter([("f", Arc::new(f.clone()) as ArrayRef)]).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.mb");
-        let mut writer = FileWriter::try_new(
-            std::fs::File::create(&path).unwrap(),
-            batch.schema().as_ref(),
-            WriteOptions::default(),
-        )
-        .unwrap();
-        writer.write_batch(&batch).unwrap();
-        writer.finish().unwrap();
         let config = SessionConfig::new()
             .with_target_partitions(1)
             .with_batch_size(8192);
         let ctx = SessionContext::new_with_config(config);
-        let table = crate::MiniblockTable::open(&ctx.state(), path.to_str().unwrap())
-            .await
+        // Writes `array` as the one column of table `name`, and scans it.
+        let scanned = async |name: &str, array: ArrayRef| {
+            let batch = RecordBatch::try_from_iter([("c", array)]).unwrap();
+            let path = dir.path().join(format!("{name}.mb"));
+            let mut writer = FileWriter::try_new(
+                std::fs::File::create(&path).unwrap(),
+                batch.schema().as_ref(),
+                WriteOptions::default(),
+            )
             .unwrap();
-        ctx.register_table("t", Arc::new(table)).unwrap();
-        let (_, out) = planned(&ctx, "SELECT f FROM t").await;
+            writer.write_batch(&batch).unwrap();
+            writer.finish().unwrap();
+            let table = crate::MiniblockTable::open(&ctx.state(), path.to_str().unwrap())
+                .await
+                .unwrap();
+            ctx.register_table(name, Arc::new(table)).unwrap();
+            planned(&ctx, &format!("SELECT c FROM {name}")).await.1
+        };
+        let out = scanned("f", Arc::new(f.clone())).await;
         let bits = |a: &Float32Array| a.iter().map(|v| v.map(f32::to_bits)).collect::<Vec<_>>();
         let mut got = Vec::new();
         let mut counted = 0;
@@ -812,6 +820,28 @@ mod tests {
         let raw = rows as usize * 4;
         assert!(counted <= raw + raw / 8 + 4096, "{counted} bytes for {raw}");
         assert_eq!(got, bits(&f));
+
+        // Fixed-size binaries, 12 bytes a value.
+        let b = FixedSizeBinaryArray::try_from_sparse_iter_with_size(
+            (0..rows / 4).map(|i| (i % 1000 != 0).then_some([(i / 9000) as u8; 12])),
+            12,
+        )
+        .unwrap();
+        let out = scanned("b", Arc::new(b.clone())).await;
+        let mut got: Vec<Option<Vec<u8>>> = Vec::new();
+        for batch in &out {
+            let (n, own) = (batch.num_rows(), get_record_batch_memory_size(batch));
+            assert!(own <= n * 12 + n / 8 + 256, "{n} rows count {own} bytes");
+            let column = batch
+                .column(0)
+                .as_any()
+                .downcast_ref::<FixedSizeBinaryArray>();
+            got.extend(column.unwrap().iter().map(|v| v.map(<[u8]>::to_vec)));
+        }
+        assert_eq!(
+            got,
+            b.iter().map(|v| v.map(<[u8]>::to_vec)).collect::<Vec<_>>()
+        );
     }
 
     async fn planned(
