@@ -165,6 +165,54 @@ async fn local_file_system_store() {
     reads_match_the_file_reader(store, Path::from("t.mb"), &bytes).await;
 }
 
+/// A local read of more than 8 MiB goes to tokio's blocking threads, smaller ones are
+/// read where asked: both give the file reader's values, by bits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_reads_large_and_small() {
+    let rows = 1_600_000usize;
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    // Random mantissas, -0.0 and a NaN payload: the column stays over 9 MiB.
+    let values: Vec<f64> = (0..rows)
+        .map(|i| match i % 1000 {
+            0 => -0.0,
+            1 => f64::from_bits(0x7ff8_0000_0000_0bad),
+            _ => {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                f64::from_bits(x & !(0x7ff << 52) | (0x3ff << 52))
+            }
+        })
+        .collect();
+    let array: ArrayRef = Arc::new(Float64Array::from(values));
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, WriteOptions::default()).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema, vec![array.clone()]).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    assert!(bytes.len() > 9 << 20, "{} bytes", bytes.len());
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("big.mb"), &bytes).unwrap();
+    let store: Arc<dyn ObjectStore> =
+        Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    let mut remote = ObjectStoreReader::open(store, Path::from("big.mb"))
+        .await
+        .unwrap();
+    let bits = |a: &ArrayRef| {
+        let a = a.as_any().downcast_ref::<Float64Array>().unwrap();
+        a.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    };
+    let opened = remote.fetched();
+    let whole = remote.read_column(0).await.unwrap();
+    let fetched = remote.fetched();
+    assert_eq!(fetched.requests - opened.requests, 1, "one coalesced range");
+    assert!(fetched.bytes - opened.bytes > 8 << 20, "{fetched:?}");
+    assert_eq!(bits(&whole), bits(&array));
+    let part = remote.read_column_range(0, 600_000..610_000).await.unwrap();
+    assert_eq!(bits(&part), bits(&array.slice(600_000, 10_000)));
+}
+
 /// A footer larger than the 64 KiB the first request reads: a second request fetches
 /// the rest.
 #[tokio::test]

@@ -38,7 +38,8 @@ const PARALLEL_REQUESTS: usize = 8;
 /// cache: the same work on any thread, but on this one the bytes land in the cache of the
 /// core that decodes them next, and no other thread is woken to do it and to wake this
 /// one back (on a busy machine, two context switches a read). A scan's window of a local
-/// file is at most 8 MiB, a fraction of a millisecond to copy.
+/// file is about 1 MiB a column and 8 MiB in all (one batch's rows at least), a fraction
+/// of a millisecond to copy; a whole column's read may be far larger.
 const INLINE_READ_BYTES: usize = 8 << 20;
 
 /// Buffers a [`BufferPool`] keeps at most, and bytes of them.
