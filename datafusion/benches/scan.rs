@@ -41,7 +41,7 @@ const TABLE_BYTES: usize = 1 << 30;
 const FILES: usize = 4;
 /// Bumped whenever the table's recipe or the writer's choices change, so that a stale copy
 /// is not reused.
-const RECIPE: &str = "v5";
+const RECIPE: &str = "v6";
 
 /// The strategy of the scan-first table: the fastest-decoding encoding at most 1.25x the
 /// smallest (`AutoOptions::with_min_gain`).

@@ -87,6 +87,19 @@
 //! ```
 //!
 //! (`tests::packed_worked_example`).
+//!
+//! Or, when that is smaller, `delta` stores the zigzag residuals (all of them, the first
+//! value's too) in [`patched`](super::patched) blocks: a width a block of 512 bits of
+//! residuals, the few wider ones patched. A frame of reference over the whole chunk pays
+//! for its widest difference on every value, and a smooth series' widest differences are
+//! a few a chunk, where it crosses zero (the bits of a float jump between the signs):
+//!
+//! ```text
+//! blocks   order | 0x10, then the patched blocks of the n zigzag residuals
+//! ```
+//!
+//! The f32 example above takes 16 bytes so, to the packed form's 19: order 2, one block
+//! of 24 bits (header `33 + 24`) whose first residual, `0x7F000000`, is patched.
 
 use std::cell::OnceCell;
 use std::rc::Rc;
@@ -118,6 +131,9 @@ const BINNED_KIND: usize = 8;
 
 /// Bit of the order byte, without [`ENTROPY_BIT`]: the differences are bit-packed.
 const PACKED_BIT: u8 = 0x20;
+
+/// Bit of the order byte, without [`ENTROPY_BIT`]: the residuals are in patched blocks.
+const BLOCKS_BIT: u8 = 0x10;
 
 /// Smallest entropy-coded chunk: the order byte and a constant bin stream.
 const MIN_CODED_BYTES: usize = 3;
@@ -613,27 +629,19 @@ impl MiniBlockCompressor for DeltaEncoder {
         let a = self.analysis(values);
         let start = out.len();
         if self.packed {
-            let order = by_width!(width, packed_order(values, a.order));
-            let own;
-            let residuals = if order == a.order {
-                &a.residuals[..]
-            } else {
-                own = {
-                    let mut own = vec![0; values.len()];
-                    by_width!(width, residuals(values, order, &mut own));
-                    own
-                };
-                &own[..]
-            };
-            out.push(order | PACKED_BIT);
-            let first = usize::from(order).min(values.len() / width);
-            out.extend_from_slice(&residuals[..first * width]);
-            let m = mask(8 * width as u32);
-            let differences: Vec<u64> = residuals[first * width..]
+            write_packed(values, &a, width, out);
+            // Patched blocks where they are smaller, in the order of the zigzag costs.
+            let words: Vec<u64> = a
+                .residuals
                 .chunks_exact(width)
-                .map(|r| unzigzag(super::bitpacked::read(r)) & m)
+                .map(super::bitpacked::read)
                 .collect();
-            super::bitpacked::write_chunk(&differences, width, out);
+            let (headers, bytes) = super::patched::plan(&words, width);
+            if HEADER_BYTES + bytes < out.len() - start {
+                out.truncate(start);
+                out.push(a.order | BLOCKS_BIT);
+                super::patched::write(&words, width, &headers, out);
+            }
             return Ok(ChunkStorage::Raw);
         }
         let (order, residuals) = (a.order, &a.residuals[..]);
@@ -701,6 +709,33 @@ impl MiniBlockCompressor for DeltaEncoder {
     }
 }
 
+/// Appends the packed form of `values` (a chunk of `width`-byte values, analysed as `a`):
+/// the order that packs smaller, its first residuals and a bitpack chunk of the other
+/// differences.
+fn write_packed(values: &[u8], a: &Analysis, width: usize, out: &mut Vec<u8>) {
+    let order = by_width!(width, packed_order(values, a.order));
+    let own;
+    let residuals = if order == a.order {
+        &a.residuals[..]
+    } else {
+        own = {
+            let mut own = vec![0; values.len()];
+            by_width!(width, residuals(values, order, &mut own));
+            own
+        };
+        &own[..]
+    };
+    out.push(order | PACKED_BIT);
+    let first = usize::from(order).min(values.len() / width);
+    out.extend_from_slice(&residuals[..first * width]);
+    let m = mask(8 * width as u32);
+    let differences: Vec<u64> = residuals[first * width..]
+        .chunks_exact(width)
+        .map(|r| unzigzag(super::bitpacked::read(r)) & m)
+        .collect();
+    super::bitpacked::write_chunk(&differences, width, out);
+}
+
 /// Decodes delta chunks.
 #[derive(Debug, Clone)]
 pub struct DeltaDecompressor {
@@ -724,6 +759,8 @@ enum Residuals<'c> {
     Binned(&'c [u8]),
     /// The first residuals, then a bitpack chunk of the other differences.
     Packed(&'c [u8]),
+    /// Patched blocks of all the residuals.
+    Blocks(&'c [u8]),
 }
 
 impl DeltaDecompressor {
@@ -770,10 +807,13 @@ impl DeltaDecompressor {
         };
         let coded = byte & ENTROPY_BIT != 0 && self.entropy_coded;
         let packed = byte & PACKED_BIT != 0 && self.packed;
+        let blocks = byte & BLOCKS_BIT != 0 && self.packed;
         let order = if coded {
             byte & !(ENTROPY_BIT | BINNED_BIT)
         } else if packed {
             byte & !PACKED_BIT
+        } else if blocks {
+            byte & !BLOCKS_BIT
         } else {
             byte
         };
@@ -784,6 +824,9 @@ impl DeltaDecompressor {
         }
         if packed {
             return Ok((order, Residuals::Packed(rest)));
+        }
+        if blocks {
+            return Ok((order, Residuals::Blocks(rest)));
         }
         if coded {
             return Ok((
@@ -834,6 +877,13 @@ impl DeltaDecompressor {
             }
             Residuals::Packed(rest) => {
                 by_width!(self.width, unpack(rest, order, num_values, out))?;
+                return Ok(());
+            }
+            Residuals::Blocks(rest) => {
+                if !super::patched::read_into(rest, num_values, self.width, Some(order == 2), out)?
+                {
+                    by_width!(self.width, undo(out, order));
+                }
                 return Ok(());
             }
             Residuals::Binned(rest) => {
@@ -974,9 +1024,10 @@ impl MiniBlockDecompressor for DeltaDecompressor {
             // (one more byte each); the encoder stores larger chunks as residuals.
             Some((len.min(MIN_CODED_BYTES), len.saturating_add(self.width)))
         } else if self.packed {
-            // The order byte and a bitpack header, up to two full residuals and a
-            // reference more than the values.
-            Some((2 + self.width, len.saturating_add(1 + 3 * self.width)))
+            // From the order byte and one block header (patched blocks of zeros) to the
+            // order byte, a bitpack header, up to two full residuals and a reference more
+            // than the values; the encoder keeps the smaller form.
+            Some((2, len.saturating_add(1 + 3 * self.width)))
         } else {
             Some((len, len))
         }
@@ -1109,16 +1160,21 @@ mod tests {
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
+        let encoder = DeltaEncoder::try_new(32).unwrap().bit_packed();
         let mut chunk = Vec::new();
-        DeltaEncoder::try_new(32)
-            .unwrap()
-            .bit_packed()
-            .compress_chunk(&values, &mut chunk, &mut Vec::new())
-            .unwrap();
+        write_packed(&values, &encoder.analysis(&values), 4, &mut chunk);
         assert_eq!(
             chunk,
             [0x21, 0, 0, 0, 0x7F, 0x16, 0, 0, 0x20, 0, 0, 0, 0x20, 0, 0, 0x08, 0, 0, 0]
         );
+        // The encoder keeps the smaller patched blocks: order 2 (the zigzag costs'), one
+        // block of 24 bits with the first value patched.
+        let mut blocks = Vec::new();
+        encoder
+            .compress_chunk(&values, &mut blocks, &mut Vec::new())
+            .unwrap();
+        assert_eq!(blocks[..2], [2 | BLOCKS_BIT, 33 + 24]);
+        assert!(blocks.len() < chunk.len(), "{blocks:?}");
         let message = DeltaEncoder::try_new(32)
             .unwrap()
             .bit_packed()
@@ -1163,33 +1219,20 @@ mod tests {
         })
     }
 
-    /// The chunk `delta+ans` writes for `values` with tables made for them, decoded back
-    /// through its message.
-    fn round_trip_coded(values: &[u8], width: usize) -> Vec<u8> {
-        let encoder = DeltaEncoder::try_new(width as u64 * 8)
-            .and_then(|e| e.with_chunk_values(4096))
-            .unwrap()
-            .entropy_coded();
-        let page = encoder.for_page(values, Learn::Page).unwrap();
-        let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
-        let Some(array_encoding::ArrayEncoding::Delta(message)) =
-            encoder.array_encoding().array_encoding
-        else {
-            panic!("not delta")
-        };
-        assert!(message.entropy_coded);
-        let decoder = DeltaDecompressor::new(&message).unwrap();
-        let mut chunk = Vec::new();
-        encoder
-            .compress_chunk(values, &mut chunk, &mut Vec::new())
-            .unwrap();
-        assert!(chunk.len() <= HEADER_BYTES + values.len());
-        let n = values.len() / width;
+    /// `chunk` of `n` values decodes to `values` through `decoder`, has a length its
+    /// range allows, and every prefix of it is an error, never a panic (appending, a
+    /// failed chunk leaves the buffer as it was).
+    fn decodes_and_refuses_prefixes(
+        decoder: &DeltaDecompressor,
+        chunk: &[u8],
+        n: usize,
+        values: &[u8],
+    ) {
         let (min, max) = decoder.raw_len_range(n).unwrap();
         assert!((min..=max).contains(&chunk.len()));
         let mut out = vec![0; values.len()];
         decoder
-            .decompress_into(&chunk, n, ChunkStorage::Raw, &mut out, &mut Vec::new())
+            .decompress_into(chunk, n, ChunkStorage::Raw, &mut out, &mut Vec::new())
             .unwrap();
         assert_eq!(out, values);
         // Every prefix is an error, never a panic.
@@ -1217,6 +1260,30 @@ mod tests {
                 .is_err());
             assert_eq!(appended.as_slice(), [7, 8, 9]);
         }
+    }
+
+    /// The chunk `delta+ans` writes for `values` with tables made for them, decoded back
+    /// through its message.
+    fn round_trip_coded(values: &[u8], width: usize) -> Vec<u8> {
+        let encoder = DeltaEncoder::try_new(width as u64 * 8)
+            .and_then(|e| e.with_chunk_values(4096))
+            .unwrap()
+            .entropy_coded();
+        let page = encoder.for_page(values, Learn::Page).unwrap();
+        let encoder: &dyn MiniBlockCompressor = page.as_deref().unwrap_or(&encoder);
+        let Some(array_encoding::ArrayEncoding::Delta(message)) =
+            encoder.array_encoding().array_encoding
+        else {
+            panic!("not delta")
+        };
+        assert!(message.entropy_coded);
+        let decoder = DeltaDecompressor::new(&message).unwrap();
+        let mut chunk = Vec::new();
+        encoder
+            .compress_chunk(values, &mut chunk, &mut Vec::new())
+            .unwrap();
+        assert!(chunk.len() <= HEADER_BYTES + values.len());
+        decodes_and_refuses_prefixes(&decoder, &chunk, values.len() / width, values);
         chunk
     }
 
@@ -1504,6 +1571,78 @@ mod tests {
                 "width {width}: only {failed} damaged runs failed"
             );
         }
+    }
+
+    /// A smooth series that crosses zero (a geoid's heights) packs in patched blocks: the
+    /// order byte says so, it is smaller than the frame of reference would be, and it
+    /// round-trips by bits in both orders and every width of float, through the kernel
+    /// where the CPU has one; every prefix is an error, never a panic.
+    #[test]
+    fn zero_crossing_series_take_patched_blocks() {
+        let mut x = 11u64;
+        let curve = |i: usize, x: &mut u64| {
+            (i as f64 / 40.0).sin() * 3.0 + (xorshift(x) % 1000) as f64 * 1e-7
+        };
+        for (bits, values) in [
+            (
+                32u64,
+                (0..1024)
+                    .flat_map(|i| (curve(i, &mut x) as f32).to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            ),
+            (
+                64,
+                (0..512)
+                    .flat_map(|i| curve(i, &mut x).to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            ),
+        ] {
+            let width = (bits / 8) as usize;
+            let n = values.len() / width;
+            let encoder = DeltaEncoder::try_new(bits).unwrap().bit_packed();
+            let Some(array_encoding::ArrayEncoding::Delta(message)) =
+                encoder.array_encoding().array_encoding
+            else {
+                panic!("not delta")
+            };
+            let decoder = DeltaDecompressor::new(&message).unwrap();
+            for order in [1u8, 2] {
+                let mut chunk = Vec::new();
+                let analysis = encoder.analysis(&values);
+                // The chunk of this order: the analysis's own, or the same values' other
+                // residuals written by hand the way the encoder writes them.
+                if analysis.order == order {
+                    encoder
+                        .compress_chunk(&values, &mut chunk, &mut Vec::new())
+                        .unwrap();
+                } else {
+                    let mut own = vec![0; values.len()];
+                    by_width!(width, residuals(&values, order, &mut own));
+                    let words: Vec<u64> = own
+                        .chunks_exact(width)
+                        .map(super::super::bitpacked::read)
+                        .collect();
+                    let (headers, _) = super::super::patched::plan(&words, width);
+                    chunk.push(order | BLOCKS_BIT);
+                    super::super::patched::write(&words, width, &headers, &mut chunk);
+                }
+                assert_eq!(chunk[0], order | BLOCKS_BIT, "{bits}-bit order {order}");
+                assert!(chunk.len() < values.len(), "{} bytes", chunk.len());
+                decodes_and_refuses_prefixes(&decoder, &chunk, n, &values);
+            }
+        }
+        // Patched blocks on a page that is not bit-packed are an unknown order.
+        let decoder = decompressor(32).unwrap();
+        let err = decoder
+            .decompress_into(
+                &[0x11, 0, 0, 0],
+                1,
+                ChunkStorage::Raw,
+                &mut [0; 4],
+                &mut Vec::new(),
+            )
+            .unwrap_err();
+        assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt);
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! | `alp_rd` | floats that are not decimals: each value's front bits through a chunk dictionary of at most 8, the rest bit-packed, with exceptions | `alp_rd { bits_per_value }` (ours: field 102) |
 //! | `bitpacked` | integers: each chunk's minimum and every value's offset from it, bit-packed | `bitpack { bits_per_value }` (ours: field 103) |
 //! | `dictionary` | the page's distinct values in a page buffer, each chunk's indices bit-packed | Lance's `dictionary { indices, items, num_dictionary_items }` (field 7) |
-//! | `delta` | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins; or, `delta`, bit-packed with a frame of reference) | `delta { bits_per_value, entropy_coded, page_tables, bit_packed }` (ours: field 101) |
+//! | `delta` | values as integers, differenced, zigzag coded, byte-stream split (or, `delta+ans`, entropy-coded as byte streams or bins; or, `delta`, bit-packed with a frame of reference or in patched blocks, `patched`) | `delta { bits_per_value, entropy_coded, page_tables, bit_packed }` (ours: field 101) |
 //! | `general` | LZ4 or Zstd over each chunk of an inner encoding | `general_mini_block { inner, compression }` |
 //!
 //! Values are any fixed width (1 to [`MAX_VALUE_WIDTH`] bytes): floats, integers, dates,
@@ -37,6 +37,7 @@ pub mod entropy;
 mod flat;
 pub(crate) mod general;
 pub(crate) mod memo;
+mod patched;
 mod repeats;
 
 use std::fmt;

@@ -215,15 +215,26 @@ pub(super) fn sums16<const ORDER2: bool>(
     carry: &mut core::arch::x86_64::__m512i,
     carry_delta: &mut core::arch::x86_64::__m512i,
 ) -> core::arch::x86_64::__m512i {
-    use core::arch::x86_64::{_mm512_add_epi32, _mm512_permutexvar_epi32, _mm512_set1_epi32};
-    let last = _mm512_set1_epi32(15);
-    let d = if ORDER2 {
-        let deltas = _mm512_add_epi32(prefix4(d), *carry_delta);
-        *carry_delta = _mm512_permutexvar_epi32(last, deltas);
-        deltas
-    } else {
-        d
+    use core::arch::x86_64::{
+        _mm512_add_epi32, _mm512_mullo_epi32, _mm512_permutexvar_epi32, _mm512_set1_epi32,
+        _mm512_setr_epi32,
     };
+    let last = _mm512_set1_epi32(15);
+    if ORDER2 {
+        // Value i is carry + (i + 1) * carry_delta + the i-th sum of sums of `d`: both
+        // prefix sums are taken apart from the carries, whose chain from one vector to
+        // the next is then an add and a broadcast each, not a prefix sum.
+        let once = prefix4(d);
+        let twice = prefix4(once);
+        let steps = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+        let values = _mm512_add_epi32(
+            _mm512_add_epi32(twice, *carry),
+            _mm512_mullo_epi32(steps, *carry_delta),
+        );
+        *carry_delta = _mm512_add_epi32(*carry_delta, _mm512_permutexvar_epi32(last, once));
+        *carry = _mm512_permutexvar_epi32(last, values);
+        return values;
+    }
     let values = _mm512_add_epi32(prefix4(d), *carry);
     *carry = _mm512_permutexvar_epi32(last, values);
     values

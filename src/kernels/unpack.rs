@@ -342,6 +342,331 @@ unsafe fn unpack8<const ORDER: u8>(packed: &[u8], n: usize, frame: &Frame, out: 
     _mm512_reduce_max_epu64(widest)
 }
 
+/// Writes the `n` integers of `width` bytes of patched blocks (`encodings::patched`)
+/// into `out`: block `k`'s header `headers[k]` is `c * 33 + b` for 4-byte integers, the
+/// block holds its integers' low `b` bits packed in
+/// [`packed_len`](super::bitpack::packed_len) bytes, the blocks back to back in
+/// `packed`, and its `c` patches follow those of the blocks before it in the bit stream
+/// `patches`, each a 4-bit lane and the `32 - b` bits to set above the lane's low bits.
+/// With `sums` (`Some(order2)`), the integers are zigzag residuals of order 1 or 2 (the
+/// first value, and for order 2 the first difference, among them) and the values they
+/// sum to are written instead. Returns `None`, writing nothing, without a kernel, for
+/// widths other than 4 bytes, or when the arguments do not fit (`headers` not one a
+/// block, `packed` of another length, `out` shorter than `n` integers); else whether
+/// every patch's lane came after the one before it in its block and within the `n`
+/// integers (one that did not is left out).
+pub(crate) fn unpack_blocks(
+    headers: &[u8],
+    packed: &[u8],
+    patches: &[u8],
+    n: usize,
+    width: usize,
+    sums: Option<bool>,
+    out: &mut [u8],
+) -> Option<bool> {
+    if width != 4 || !has_kernel() || headers.len() != n.div_ceil(16) || out.len() < 4 * n {
+        return None;
+    }
+    if blocks_len(headers, n) != packed.len() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the CPU has AVX-512F, BW and VBMI (`has_kernel`); every header's width
+        // is at most 32 bits, `packed` holds exactly the blocks and `out` at least `n`
+        // integers, all checked just above.
+        Some(unsafe {
+            match sums {
+                None => unpack_blocks4::<0>(headers, packed, patches, n, out),
+                Some(false) => unpack_blocks4::<1>(headers, packed, patches, n, out),
+                Some(true) => unpack_blocks4::<2>(headers, packed, patches, n, out),
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (patches, sums);
+        None
+    }
+}
+
+/// A block's width from its header (`count * 33 + width` for 4-byte integers): at most
+/// 32.
+fn header_width(h: u8) -> u8 {
+    h % 33
+}
+
+/// Bytes of the blocks of `n` 4-byte integers under `headers`: sixteen of `b` bits take
+/// `2b`.
+fn blocks_len(headers: &[u8], n: usize) -> usize {
+    let Some((&last, whole)) = headers.split_last() else {
+        return 0;
+    };
+    let bits: usize = whole.iter().map(|&h| usize::from(header_width(h))).sum();
+    2 * bits + packed_len(n - 16 * whole.len(), header_width(last))
+}
+
+/// A block's byte permutation and shifts at each width (0 to 32 bits): in sixteen 32-bit
+/// lanes for up to 25 bits, else in two halves of eight 64-bit lanes.
+#[cfg(target_arch = "x86_64")]
+struct BlockLayout {
+    index: [u8; 64],
+    shifts32: [u32; 16],
+    shifts64: [u64; 8],
+}
+
+/// [`BlockLayout`] of every width, made once.
+#[cfg(target_arch = "x86_64")]
+fn block_layouts() -> &'static [BlockLayout] {
+    static LAYOUTS: std::sync::OnceLock<Vec<BlockLayout>> = std::sync::OnceLock::new();
+    LAYOUTS.get_or_init(|| {
+        (0..=32)
+            .map(|bits| {
+                if bits > 25 {
+                    let (index, shifts64, _) = layout(bits, 8, 8, 0);
+                    BlockLayout {
+                        index,
+                        shifts32: [0; 16],
+                        shifts64,
+                    }
+                } else {
+                    let (index, _, shifts32) = layout(bits, 16, 4, 0);
+                    BlockLayout {
+                        index,
+                        shifts32,
+                        shifts64: [0; 8],
+                    }
+                }
+            })
+            .collect()
+    })
+}
+
+/// [`unpack_blocks`] of 4-byte integers: a block of sixteen a vector, as [`unpack32`]
+/// does a group at its one width, its patches set in a copy on the stack; `ORDER` 0
+/// stores the integers, 1 and 2 their running sums.
+///
+/// # Safety
+/// The CPU must have AVX-512F, BW and VBMI; `headers` holds one header for each block of
+/// sixteen of the `n` integers, `packed` exactly their blocks, and `out` at least `4 * n`
+/// bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[allow(
+    clippy::cast_ptr_alignment,
+    clippy::cast_possible_wrap,
+    clippy::cast_possible_truncation,
+    clippy::many_single_char_names
+)]
+unsafe fn unpack_blocks4<const ORDER: u8>(
+    headers: &[u8],
+    packed: &[u8],
+    patches: &[u8],
+    n: usize,
+    out: &mut [u8],
+) -> bool {
+    use super::sums::{sums16, unzigzag4};
+    use core::arch::x86_64::{
+        __m512i, _mm512_alignr_epi32, _mm512_and_si512, _mm512_loadu_si512,
+        _mm512_mask_storeu_epi32, _mm512_mask_sub_epi32, _mm512_maskz_loadu_epi8, _mm512_or_si512,
+        _mm512_permutex2var_epi32, _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_set1_epi64,
+        _mm512_set_epi32, _mm512_setzero_si512, _mm512_srlv_epi32, _mm512_srlv_epi64,
+        _mm512_storeu_si512,
+    };
+    let layouts = block_layouts();
+    let low_halves = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    // The masked load of the bytes of `packed` from `at` on, at most 64 and none past
+    // `end`.
+    let window = |at: usize, end: usize| {
+        if at + 64 <= packed.len() {
+            // SAFETY: the 64 bytes from `at` lie within `packed`; those past `end` are
+            // masked off by the block's shifts and masks.
+            return unsafe { _mm512_loadu_si512(packed.as_ptr().add(at).cast()) };
+        }
+        let mask = first(end.saturating_sub(at));
+        // SAFETY: only the mask's bytes are read, all before `end <= packed.len()`; `at`
+        // is at most `end`, so the pointer stays within the slice or one past it.
+        unsafe { _mm512_maskz_loadu_epi8(mask, packed.as_ptr().add(at.min(end)).cast()) }
+    };
+    // The bit position in `patches`, and whether every patch's lane was in place.
+    let (mut from, mut placed) = (0usize, true);
+    // Blocks unpacked wait here to be summed a batch at a time: each block's sums wait
+    // on the block before, and apart from the unpacking, more blocks' unpacking is in
+    // flight at once (as in `unbin::unbin_sums4`).
+    let mut pending = [_mm512_setzero_si512(); 8];
+    let mut held = 0;
+    let mut carry = _mm512_setzero_si512();
+    let mut carry_delta = _mm512_setzero_si512();
+    let mut at = 0;
+    for (k, &h) in headers.iter().enumerate() {
+        let b = header_width(h);
+        let i = 16 * k;
+        // Sixteen integers of `b` bits take `2b` bytes.
+        let end = if n - i >= 16 {
+            at + 2 * usize::from(b)
+        } else {
+            at + packed_len(n - i, b)
+        };
+        let l = &layouts[usize::from(b)];
+        // SAFETY: each array holds 64 bytes.
+        let index = unsafe { _mm512_loadu_si512(l.index.as_ptr().cast::<__m512i>()) };
+        let mut values = if b > 25 {
+            // SAFETY: as above.
+            let shifts = unsafe { _mm512_loadu_si512(l.shifts64.as_ptr().cast::<__m512i>()) };
+            let mask = _mm512_set1_epi64(first(usize::from(b)) as i64);
+            let half = |from: usize| {
+                _mm512_and_si512(
+                    _mm512_srlv_epi64(_mm512_permutexvar_epi8(index, window(from, end)), shifts),
+                    mask,
+                )
+            };
+            // Eight integers of `b` bits take `b` bytes.
+            _mm512_permutex2var_epi32(half(at), low_halves, half(at + usize::from(b)))
+        } else {
+            // SAFETY: as above.
+            let shifts = unsafe { _mm512_loadu_si512(l.shifts32.as_ptr().cast::<__m512i>()) };
+            let mask = _mm512_set1_epi32(first(usize::from(b)) as u32 as i32);
+            _mm512_and_si512(
+                _mm512_srlv_epi32(_mm512_permutexvar_epi8(index, window(at, end)), shifts),
+                mask,
+            )
+        };
+        let count = usize::from(h / 33);
+        if count > 0 {
+            let (lanes, ok) = patch_lanes(patches, from, count, b, n - i);
+            values = _mm512_or_si512(values, lanes);
+            placed &= ok;
+            from += count * (36 - usize::from(b));
+        }
+        pending[held] = values;
+        held += 1;
+        if held == pending.len() || k + 1 == headers.len() {
+            // The blocks from `k + 1 - held` on, summed and stored.
+            let from = k + 1 - held;
+            for (j, &values) in pending[..held].iter().enumerate() {
+                let block = from + j;
+                let values = if ORDER > 0 {
+                    let mut d = unzigzag4(values);
+                    if ORDER == 2 && block == 0 {
+                        // The first value and the first difference, summed twice from
+                        // zero: the difference less the value gives the second value.
+                        d = _mm512_mask_sub_epi32(
+                            d,
+                            0b10,
+                            d,
+                            _mm512_alignr_epi32::<15>(d, _mm512_setzero_si512()),
+                        );
+                    }
+                    if ORDER == 2 {
+                        sums16::<true>(d, &mut carry, &mut carry_delta)
+                    } else {
+                        sums16::<false>(d, &mut carry, &mut carry_delta)
+                    }
+                } else {
+                    values
+                };
+                let i = 16 * block;
+                // SAFETY: the mask's lanes are integers `i..i + count` (at most `n`),
+                // `4 * n <= out.len()` bytes.
+                unsafe {
+                    let to = out.as_mut_ptr().add(4 * i);
+                    if n - i >= 16 {
+                        _mm512_storeu_si512(to.cast(), values);
+                    } else {
+                        _mm512_mask_storeu_epi32(to.cast(), first(n - i) as u16, values);
+                    }
+                }
+            }
+            held = 0;
+        }
+        at = end;
+    }
+    placed
+}
+
+/// The `count` (1 to 7) patches of a block of 4-byte integers of `b` bits (at most 32)
+/// from bit `from` of the stream `patches` (each a 4-bit lane, then `32 - b` bits), as
+/// a vector with each patch's bits (shifted up by `b`) in its lane and zeros elsewhere,
+/// read side by side in eight 64-bit lanes; and whether the lanes were in place: each
+/// after the one before and under `len`. When they were not, the vector is not a block's.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+fn patch_lanes(
+    patches: &[u8],
+    from: usize,
+    count: usize,
+    b: u8,
+    len: usize,
+) -> (core::arch::x86_64::__m512i, bool) {
+    use core::arch::x86_64::{
+        _mm512_add_epi64, _mm512_alignr_epi64, _mm512_and_si512, _mm512_castsi256_si512,
+        _mm512_cvtepi64_epi32, _mm512_mask_cmplt_epu64_mask, _mm512_mask_reduce_or_epi64,
+        _mm512_maskz_expand_epi32, _mm512_maskz_loadu_epi8, _mm512_mul_epu32,
+        _mm512_permutexvar_epi8, _mm512_set1_epi64, _mm512_set_epi64, _mm512_setzero_si512,
+        _mm512_shuffle_epi8, _mm512_sllv_epi64, _mm512_srli_epi64, _mm512_srlv_epi64,
+    };
+    let entry = 36 - u64::from(b);
+    let base = (from / 8).min(patches.len());
+    // The stream's bytes from the first patch's on: seven patches take at most
+    // 7 + 6 * 36 bits before the last one's 8 bytes, 35 bytes in all.
+    let mask = first(patches.len() - base);
+    // SAFETY: only the mask's bytes are read, all within `patches`; `base` is at most its
+    // length, so the pointer stays within the slice or one past it.
+    let window = unsafe { _mm512_maskz_loadu_epi8(mask, patches.as_ptr().add(base).cast()) };
+    let starts = _mm512_add_epi64(
+        _mm512_set1_epi64((from % 8) as i64),
+        _mm512_mul_epu32(
+            _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0),
+            _mm512_set1_epi64(entry as i64),
+        ),
+    );
+    // Each lane's first byte to all eight of its bytes, then 0..8 added.
+    let index = _mm512_add_epi64(
+        _mm512_shuffle_epi8(
+            _mm512_srli_epi64::<3>(starts),
+            _mm512_set_epi64(
+                0x0808_0808_0808_0808,
+                0,
+                0x0808_0808_0808_0808,
+                0,
+                0x0808_0808_0808_0808,
+                0,
+                0x0808_0808_0808_0808,
+                0,
+            ),
+        ),
+        _mm512_set1_epi64(0x0706_0504_0302_0100),
+    );
+    let entries = _mm512_srlv_epi64(
+        _mm512_permutexvar_epi8(index, window),
+        _mm512_and_si512(starts, _mm512_set1_epi64(7)),
+    );
+    let lanes = _mm512_and_si512(entries, _mm512_set1_epi64(15));
+    let highs = _mm512_sllv_epi64(
+        _mm512_and_si512(
+            _mm512_srli_epi64::<4>(entries),
+            _mm512_set1_epi64(first(32 - usize::from(b)) as i64),
+        ),
+        _mm512_set1_epi64(i64::from(b)),
+    );
+    let valid = first(count) as u8;
+    let set =
+        _mm512_mask_reduce_or_epi64(valid, _mm512_sllv_epi64(_mm512_set1_epi64(1), lanes)) as u64;
+    // Each lane under the next (the next patch's lane in the lane before).
+    let next = _mm512_alignr_epi64::<1>(_mm512_setzero_si512(), lanes);
+    let rising = _mm512_mask_cmplt_epu64_mask(valid >> 1, lanes, next);
+    let ok = rising == valid >> 1 && set < 1 << len.min(16);
+    // The patches' bits, in order, to the lanes they name (in rising order, as `set`'s
+    // bits are).
+    let spread = _mm512_maskz_expand_epi32(
+        set as u16,
+        _mm512_castsi256_si512(_mm512_cvtepi64_epi32(highs)),
+    );
+    (spread, ok)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +765,122 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Blocks of every width and mixed widths, with patches in some lanes, every length
+    /// to 70 and some longer, stored and summed in both orders: the scalar unpacking,
+    /// patching and summing of each block, nothing written past the integers; patch lanes
+    /// out of order or past the end are reported.
+    #[test]
+    fn blocks_match_the_scalar_unpacking() {
+        if !has_kernel() {
+            eprintln!("SKIPPED: no AVX-512 VBMI on this CPU; the block kernel is not run");
+            return;
+        }
+        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        for n in (0..=70usize).chain([127, 1000, 1024]) {
+            for pattern in 0..=33u64 {
+                let mut headers = Vec::new();
+                let mut packed = Vec::new();
+                let (mut stream, mut acc, mut fill) = (Vec::new(), 0u128, 0u32);
+                let mut put = |v: u64, bits: u32, stream: &mut Vec<u8>| {
+                    acc |= u128::from(v) << fill;
+                    fill += bits;
+                    while fill >= 8 {
+                        stream.push(acc as u8);
+                        acc >>= 8;
+                        fill -= 8;
+                    }
+                };
+                let mut ints = Vec::new();
+                for k in 0..n.div_ceil(16) {
+                    let b = if pattern == 33 {
+                        (next(&mut x) % 33) as u8
+                    } else {
+                        ((pattern + k as u64) % 33) as u8
+                    };
+                    let len = (n - 16 * k).min(16);
+                    let mask = if b == 0 { 0 } else { u64::MAX >> (64 - b) };
+                    let block: Vec<u64> = (0..len).map(|_| next(&mut x) & mask).collect();
+                    bitpack::pack(&block, b, &mut packed);
+                    let mut ints_of: Vec<u32> = block.iter().map(|&v| v as u32).collect();
+                    // Up to three patches in increasing lanes, when the width leaves room.
+                    let lanes: Vec<usize> = if b < 32 {
+                        (0..len).filter(|l| (l + k) % 6 == 1).take(3).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    for &lane in &lanes {
+                        let high = next(&mut x) & ((1u64 << (32 - b)) - 1);
+                        put(lane as u64, 4, &mut stream);
+                        put(high, 32 - u32::from(b), &mut stream);
+                        ints_of[lane] |= (high << b) as u32;
+                    }
+                    headers.push(b + 33 * lanes.len() as u8);
+                    ints.extend(ints_of);
+                }
+                if fill > 0 {
+                    stream.push(acc as u8);
+                }
+                for sums in [None, Some(false), Some(true)] {
+                    let (mut prev, mut delta) = (0u32, 0u32);
+                    let want: Vec<u8> = ints
+                        .iter()
+                        .enumerate()
+                        .flat_map(|(i, &r)| {
+                            let v = match sums {
+                                None => r,
+                                Some(order2) => {
+                                    let d = (r >> 1) ^ (r & 1).wrapping_neg();
+                                    if i == 0 {
+                                        prev = d;
+                                    } else if order2 && i >= 2 {
+                                        delta = delta.wrapping_add(d);
+                                        prev = prev.wrapping_add(delta);
+                                    } else {
+                                        delta = d;
+                                        prev = prev.wrapping_add(d);
+                                    }
+                                    prev
+                                }
+                            };
+                            v.to_le_bytes()
+                        })
+                        .collect();
+                    let mut out = vec![0xA5u8; 4 * n + 70];
+                    let done = unpack_blocks(&headers, &packed, &stream, n, 4, sums, &mut out);
+                    assert_eq!(done, Some(true), "{n} {pattern} {sums:?}");
+                    assert_eq!(out[..4 * n], want, "{n} {pattern} {sums:?}");
+                    assert!(out[4 * n..].iter().all(|&b| b == 0xA5), "{n}: wrote past");
+                }
+            }
+        }
+        // Lanes 1 then 0, and a lane past a block of two integers, are reported.
+        let mut out = vec![0u8; 64];
+        let two = [1u8 | 4 << 4, 0, 0, 0, 0];
+        assert_eq!(
+            unpack_blocks(&[66], &[], &two, 2, 4, None, &mut out),
+            Some(false)
+        );
+        assert_eq!(
+            unpack_blocks(&[33], &[], &[3, 0, 0, 0, 0], 2, 4, None, &mut out),
+            Some(false)
+        );
+        // What does not fit is refused, nothing written.
+        let mut out = [0u8; 64];
+        for (headers, packed, n, width, len) in [
+            (&[1u8][..], 3, 16, 4, 64),
+            (&[1, 1][..], 4, 16, 4, 64),
+            (&[1][..], 2, 16, 4, 63),
+            (&[1][..], 2, 8, 8, 64),
+        ] {
+            let packed = vec![0u8; packed];
+            assert_eq!(
+                unpack_blocks(headers, &packed, &[], n, width, None, &mut out[..len]),
+                None
+            );
+        }
+        assert!(out.iter().all(|&b| b == 0));
     }
 
     /// Arguments outside the bounds write nothing.
