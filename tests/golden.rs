@@ -6,7 +6,10 @@
 //! `auto` column file may use them), `v3` the delta encodings, `v4` the entropy tables a
 //! page shares (`alp+ans`) and `delta+ans`, `v5` entropy-coded streams in four lanes
 //! (modes 4 and 5) and `alp-rd`, `v6` `bitpack` and the dictionary pages, whose items are
-//! a page buffer (header bit 30); all must decode forever.
+//! a page buffer (header bit 30), `v7` `delta`'s patched blocks (the `delta` pages of
+//! 2-, 4- and 8-byte values, read by the kernel and by scalar code) with the entropy-coded
+//! pages and the `auto` column file as the writer makes them since; all must decode
+//! forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -20,13 +23,14 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 6] = [
+const VERSIONS: [(&str, usize); 7] = [
     ("v1", 6),
     ("v2", 9),
     ("v3", 12),
     ("v4", 13),
     ("v5", 14),
     ("v6", Encoding::ALL.len()),
+    ("v7", Encoding::ALL.len()),
 ];
 
 fn dir(version: &str) -> PathBuf {
