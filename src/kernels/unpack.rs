@@ -443,8 +443,9 @@ fn block_layouts() -> &'static [BlockLayout] {
 }
 
 /// [`unpack_blocks`] of 4-byte integers: a block of sixteen a vector, as [`unpack32`]
-/// does a group at its one width, its patches set in a copy on the stack; `ORDER` 0
-/// stores the integers, 1 and 2 their running sums.
+/// does a group at its one width, its patches OR-ed in from [`patch_lanes`]; `ORDER` 0
+/// stores the integers, 1 and 2 their running sums. Returns whether every patch's lane
+/// was in place.
 ///
 /// # Safety
 /// The CPU must have AVX-512F, BW and VBMI; `headers` holds one header for each block of
@@ -542,9 +543,9 @@ unsafe fn unpack_blocks4<const ORDER: u8>(
         held += 1;
         if held == pending.len() || k + 1 == headers.len() {
             // The blocks from `k + 1 - held` on, summed and stored.
-            let from = k + 1 - held;
+            let first_held = k + 1 - held;
             for (j, &values) in pending[..held].iter().enumerate() {
-                let block = from + j;
+                let block = first_held + j;
                 let values = if ORDER > 0 {
                     let mut d = unzigzag4(values);
                     if ORDER == 2 && block == 0 {
