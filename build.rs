@@ -4,6 +4,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let protos = [
         "protos/encodings.proto",
         "protos/file.proto",
+        "protos/frame.proto",
         "protos/lance.proto",
     ];
     for proto in &protos {

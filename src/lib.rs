@@ -43,6 +43,7 @@ compile_error!("miniblock supports 64-bit targets only (its size checks assume a
 pub mod encodings;
 pub mod error;
 pub mod file;
+pub mod frame;
 mod kernels;
 pub mod lance;
 pub mod page;

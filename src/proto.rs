@@ -15,6 +15,12 @@ pub mod file {
     include!(concat!(env!("OUT_DIR"), "/miniblock.file.rs"));
 }
 
+/// `protos/frame.proto`: the header of a [`frame`](crate::frame).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod frame {
+    include!(concat!(env!("OUT_DIR"), "/miniblock.frame.rs"));
+}
+
 /// `protos/lance.proto`: the parts of Lance's v2.1/v2.2 file format that [`crate::lance`]
 /// reads and writes, with Lance's field numbers (all in one package, `lance.file.v2`;
 /// type URLs name Lance's own packages).

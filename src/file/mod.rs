@@ -47,7 +47,7 @@ mod reader;
 mod remote;
 mod scan;
 mod stats;
-mod types;
+pub(crate) mod types;
 mod writer;
 
 pub use reader::{page_layout, FileReader, VerifySummary};
