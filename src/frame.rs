@@ -35,20 +35,21 @@
 //!
 //! # Worked example
 //!
-//! The f32 array `[1.0, 2.0, 3.0, 4.0]`, shape `[4]`, encoded with `bss`, is 49 bytes:
+//! The f32 array `[1.0, 2.0, 3.0, 4.0]`, shape `[4]`, encoded with `bss`, is 54 bytes:
 //!
 //! ```text
 //! 4D 42 46 52  01  00 00 00          magic, version 1, reserved
-//! 11 00 00 00                        H = 17
-//! 08 01                              value_type = FLOAT32 (1)
-//! 4A 01 04                           shape = [4] (packed)
-//! 50 04                              num_values = 4
-//! 5A 08 2A 06 0A 04 0A 02 08 20      encoding: ByteStreamSplit { Flat { bits_per_value: 32 } }
+//! 0E 00 00 00                        H = 14
+//! 08 01                              field 1, value_type = FLOAT32 (1)
+//! 4A 01 04                           field 9, shape = [4] (packed)
+//! 50 04                              field 10, num_values = 4
+//! 5A 05 AA 01 02 08 20               field 11, encoding: ArrayEncoding field 21,
+//!                                      ByteStreamSplit { bits_per_value: 32 }
 //! 01 00 00 00                        page: one chunk, narrow table
 //! 10 00 00 00                          chunk 0: 16 bytes, the last chunk, no flags
 //! 00 00 00 00 00 00 00 00              stream 0, stream 1
 //! 80 00 40 80 3F 40 40 40              stream 2, stream 3
-//! xx xx xx xx                        CRC32C of the 45 bytes before it
+//! 10 E3 E9 BA                        CRC32C of the 50 bytes before it
 //! ```
 //!
 //! (`tests/frame.rs` builds these bytes and checks them, the checksum included.)
