@@ -235,6 +235,11 @@ fn swappable(data_type: &DataType) -> bool {
     )
 }
 
+/// numpy's datetime64/timedelta64 units.
+const DATETIME_UNITS: [&str; 13] = [
+    "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as",
+];
+
 /// A numpy dtype string, parsed.
 struct NumpyDtype {
     big_endian: bool,
@@ -268,10 +273,7 @@ impl NumpyDtype {
                 let unit = std::str::from_utf8(inner).map_err(|_| refuse("bad unit"))?;
                 let number = unit.bytes().take_while(u8::is_ascii_digit).count();
                 let (count, name) = unit.split_at(number);
-                const UNITS: [&str; 13] = [
-                    "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as",
-                ];
-                if !UNITS.contains(&name) || count.starts_with('0') {
+                if !DATETIME_UNITS.contains(&name) || count.starts_with('0') {
                     return Err(refuse("unknown datetime unit"));
                 }
                 Some(unit.to_owned())
@@ -341,6 +343,7 @@ pub struct FrameOptions {
 }
 
 impl FrameOptions {
+    #[must_use]
     /// `strategy` (`auto` by default), as the CLI names it: `"auto"`, `"auto:0"`,
     /// `"bss+lz4"`, `"alp+ans"`, ...
     pub fn with_strategy(mut self, strategy: Strategy) -> Self {

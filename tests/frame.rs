@@ -437,7 +437,7 @@ fn every_prefix_and_every_flipped_byte_is_an_error() {
 #[test]
 fn crafted_frames_never_panic_and_stay_bounded() {
     let _serial = serial();
-    let mut rng = Rng(0xc0ffee);
+    let mut rng = Rng(0x00c0_ffee);
     for (name, blob) in sample_frames() {
         for _ in 0..3000 {
             let mut damaged = blob.clone();
@@ -621,8 +621,11 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/frames/v1")
 }
 
-/// (file name, strategy, numpy dtype, shape, raw values in the dtype's byte order)
-fn golden_recipes() -> Vec<(&'static str, &'static str, &'static str, Vec<u64>, Vec<u8>)> {
+/// A golden frame's file name, strategy, numpy dtype, shape and raw values (in the
+/// dtype's byte order).
+type Recipe = (&'static str, &'static str, &'static str, Vec<u64>, Vec<u8>);
+
+fn golden_recipes() -> Vec<Recipe> {
     let mut f32s = special_f32();
     f32s.extend(mixed_f32(3000, 21));
     let mut f64s = special_f64();

@@ -6,6 +6,9 @@
 //! `catch_unwind`: a Rust panic reaches Python as a `MiniblockError`, never as a crash or
 //! a `PanicException`.
 
+// pyo3 extracts every argument by value; `#[pyfunction]`s cannot take references to them.
+#![allow(clippy::needless_pass_by_value)]
+
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -339,13 +342,13 @@ fn write_table(
 /// `path` as one record batch.
 #[pyfunction]
 #[pyo3(signature = (path, columns=None, start=None, stop=None))]
-fn read_table<'py>(
-    py: Python<'py>,
+fn read_table(
+    py: Python<'_>,
     path: PathBuf,
     columns: Option<Vec<String>>,
     start: Option<u64>,
     stop: Option<u64>,
-) -> PyResult<Bound<'py, PyAny>> {
+) -> PyResult<Bound<'_, PyAny>> {
     let batch =
         released(py, move || {
             let file =
