@@ -392,6 +392,45 @@ fn read_table(
     batch.to_pyarrow(py)
 }
 
+/// For `python/bench.py`: the best of `repeats` timings, in seconds, of the Rust library
+/// encoding `values` (a flat uint8 view) into a frame and decoding it back to a new
+/// buffer, with no Python in the loop: the baseline the binding's own cost is measured
+/// against.
+#[pyfunction]
+#[pyo3(signature = (values, dtype, shape, encoding, repeats))]
+fn _bench_frame<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'py, u8>,
+    dtype: &str,
+    shape: Vec<u64>,
+    encoding: &str,
+    repeats: usize,
+) -> PyResult<(f64, f64)> {
+    let bytes = values
+        .as_slice()
+        .map_err(|_| invalid("values must be contiguous"))?;
+    released(py, || {
+        let options = options(encoding, None)?;
+        let value_type = FrameType::from_numpy(dtype)?;
+        let (mut encode, mut decode) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..repeats.max(1) {
+            let start = std::time::Instant::now();
+            let blob = frame::encode(bytes, &value_type, &shape, None, &options)?;
+            encode = encode.min(start.elapsed().as_secs_f64());
+            let start = std::time::Instant::now();
+            let frame = FrameDecoder::new(&blob)?;
+            let decoded = frame.decode_values(0..frame.num_values())?;
+            decode = decode.min(start.elapsed().as_secs_f64());
+            if decoded.as_slice() != bytes {
+                return Err(miniblock::Error::Corrupt {
+                    message: "the benchmark's round trip changed the values".to_owned(),
+                });
+            }
+        }
+        Ok((encode, decode))
+    })
+}
+
 /// The SIMD kernel level this build selected on this CPU.
 #[pyfunction]
 fn kernel_name() -> &'static str {
@@ -412,5 +451,6 @@ fn _miniblock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_table, m)?)?;
     m.add_function(wrap_pyfunction!(read_table, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_name, m)?)?;
+    m.add_function(wrap_pyfunction!(_bench_frame, m)?)?;
     Ok(())
 }

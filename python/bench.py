@@ -1,0 +1,202 @@
+"""Zarr v3 arrays of the shared data sets under miniblock and the codecs people use now.
+
+Every file of ../shared/data (or the files given) is stored as a one-dimensional Zarr v3
+array in an in-memory store, in chunks of 1 MiB of values (262,144 f32 or 131,072 f64),
+with each codec below; each store is read back and compared by bits before its size
+counts. Times are the best of --repeats runs of writing the whole array (`z[:] = a`)
+and reading it (`z[:]`), single-threaded (zarr's thread pool and concurrency set to 1,
+Blosc without threads), interleaved codec by codec.
+
+    .venv-py/bin/python python/bench.py            # after: bash .ci/python-venv
+
+It prints a table per file, geometric means over the files against Blosc(zstd, 5,
+shuffle) and PCodec, and the binding's cost: encode and decode of a 1 MiB f64 array from
+Python against the Rust library's own loop on the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import warnings
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# Run as a script, this folder comes first on sys.path and its miniblock/ (the sources,
+# without the built extension) would shadow the installed package.
+sys.path = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import numpy as np  # noqa: E402
+import zarr
+import zarr.storage
+from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
+from zarr.codecs.numcodecs import PCodec
+
+import miniblock
+import miniblock.zarr
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+CHUNK_BYTES = 1 << 20
+
+
+def contenders(itemsize: int):
+    """(name, serializer, compressors) per codec; None means zarr's default."""
+    return [
+        ("miniblock auto", miniblock.zarr.Miniblock(), None),
+        ("miniblock auto:0", miniblock.zarr.Miniblock(encoding="auto:0"), None),
+        ("blosc zstd5 shuffle", BytesCodec(), [BloscCodec(cname="zstd", clevel=5, shuffle="shuffle", typesize=itemsize)]),
+        ("blosc lz4 bitshuffle", BytesCodec(), [BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle", typesize=itemsize)]),
+        ("zarr default (zstd0)", BytesCodec(), [ZstdCodec()]),
+        ("pcodec", PCodec(), None),
+    ]
+
+
+def stored_bytes(store: zarr.storage.MemoryStore) -> int:
+    return sum(len(v.to_bytes()) for k, v in store._store_dict.items() if not k.endswith("zarr.json"))
+
+
+def best(f, repeats: int) -> float:
+    t = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        f()
+        t = min(t, time.perf_counter() - start)
+    return t
+
+
+def bench_file(path: Path, repeats: int):
+    a = np.fromfile(path, dtype="<f4" if path.suffix == ".f32" else "<f8")
+    chunk = CHUNK_BYTES // a.itemsize
+    rows = {}
+    for name, serializer, compressors in contenders(a.itemsize):
+        store = zarr.storage.MemoryStore()
+        kwargs = dict(shape=a.shape, chunks=(chunk,), dtype=a.dtype, serializer=serializer)
+        kwargs["compressors"] = compressors
+        z = zarr.create_array(store, **kwargs)
+
+        def write():
+            z[:] = a
+
+        write_s = best(write, repeats)
+        back = zarr.open_array(store, mode="r")
+        read_s = best(lambda: back[:], repeats)
+        got = back[:]
+        if got.tobytes() != a.tobytes():
+            raise SystemExit(f"{path.name}: {name} did not round-trip bit for bit")
+        rows[name] = (a.nbytes / stored_bytes(store), a.nbytes / write_s / 1e6, a.nbytes / read_s / 1e6)
+    return a.nbytes, rows
+
+
+def numcodecs_contenders(itemsize: int):
+    import numcodecs
+    from miniblock.numcodecs import Miniblock
+
+    return [
+        ("miniblock auto", Miniblock()),
+        ("miniblock auto:0", Miniblock(encoding="auto:0")),
+        ("blosc zstd5 shuffle", numcodecs.Blosc(cname="zstd", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)),
+        ("blosc lz4 bitshuffle", numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.BITSHUFFLE)),
+        ("zarr default (zstd0)", numcodecs.Zstd(level=0)),
+        ("pcodec", numcodecs.PCodec()),
+    ]
+
+
+def bench_codecs(path: Path, repeats: int):
+    """The codecs alone (numcodecs objects, no Zarr): decode of the same 1 MiB chunks."""
+    import numcodecs
+    from numcodecs.compat import ensure_ndarray
+
+    numcodecs.blosc.use_threads = False
+    a = np.fromfile(path, dtype="<f4" if path.suffix == ".f32" else "<f8")
+    step = CHUNK_BYTES // a.itemsize
+    chunks = [a[i : i + step].copy() for i in range(0, a.size, step)]
+    rows = {}
+    for name, codec in numcodecs_contenders(a.itemsize):
+        blobs = [codec.encode(c) for c in chunks]
+        for c, b in zip(chunks, blobs):
+            if ensure_ndarray(codec.decode(b)).tobytes() != c.tobytes():
+                raise SystemExit(f"{path.name}: {name} did not round-trip bit for bit")
+        decode_s = best(lambda: [codec.decode(b) for b in blobs], repeats)
+        rows[name] = a.nbytes / decode_s / 1e6
+    return rows
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+def binding_cost(repeats: int):
+    """Python's encode/decode of a 1 MiB f64 array against the Rust loop, same bytes."""
+    path = SHARED / "ferret_etopo20_ROSE.f32"
+    if not path.exists():
+        path = ROOT / "data" / "ferret_etopo20_ROSE.f32"
+    a = np.fromfile(path, dtype="<f4").astype(np.float64)[: CHUNK_BYTES // 8].copy()
+    raw = a.view(np.uint8)
+    out = []
+    for encoding in ("auto", "auto:0", "bss+lz4"):
+        blob = miniblock.encode(a, encoding)
+        py_enc = best(lambda: miniblock.encode(a, encoding), repeats)
+        py_dec = best(lambda: miniblock.decode(blob), repeats)
+        rust_enc, rust_dec = miniblock._miniblock._bench_frame(raw, a.dtype.str, list(a.shape), encoding, repeats)
+        out.append((encoding, py_enc / rust_enc, py_dec / rust_dec, py_enc, py_dec, rust_enc, rust_dec))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("files", nargs="*", type=Path, help="raw .f32/.f64 files (default: ../shared/data)")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    files = args.files or sorted(SHARED.glob("*.f[36][24]")) or sorted((ROOT / "data").glob("*.f[36][24]"))
+    zarr.config.set({"async.concurrency": 1, "threading.max_workers": 1})
+    # zarr warns that numcodecs' PCodec is outside the v3 spec: known, and the point here.
+    warnings.filterwarnings("ignore", message="Numcodecs codecs are not in the Zarr")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    print(f"# python/bench.py: {len(files)} files, commit {commit}, {platform.processor() or platform.machine()}, "
+          f"kernels {miniblock.kernel_name()}, zarr {zarr.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}")
+    print("# ratio = raw bytes / stored chunk bytes; write and read in MB/s of raw values, best of "
+          f"{args.repeats}, one thread")
+    results = {}
+    for path in files:
+        nbytes, rows = bench_file(path, args.repeats)
+        results[path.name] = rows
+        print(f"\n## {path.name} ({nbytes / 1e6:.2f} MB)")
+        print(f"| codec | ratio | write MB/s | read MB/s |\n|---|--:|--:|--:|")
+        for name, (ratio, w, r) in rows.items():
+            print(f"| {name} | {ratio:.3f} | {w:.0f} | {r:.0f} |")
+    names = list(next(iter(results.values())))
+    print(f"\n## Geometric means over {len(files)} files")
+    print("| codec | ratio | write MB/s | read MB/s | ratio / blosc-zstd | read time / blosc-zstd | ratio / pcodec | read time / pcodec |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|")
+    base, pco = "blosc zstd5 shuffle", "pcodec"
+    for name in names:
+        g = [geomean([results[f][name][i] for f in results]) for i in range(3)]
+        rb = geomean([results[f][name][0] / results[f][base][0] for f in results])
+        tb = geomean([results[f][base][2] / results[f][name][2] for f in results])
+        rp = geomean([results[f][name][0] / results[f][pco][0] for f in results])
+        tp = geomean([results[f][pco][2] / results[f][name][2] for f in results])
+        print(f"| {name} | {g[0]:.3f} | {g[1]:.0f} | {g[2]:.0f} | {rb:.3f} | {tb:.3f} | {rp:.3f} | {tp:.3f} |")
+    print(f"\n## The codecs alone: decode MB/s of the same 1 MiB chunks (numcodecs objects, no Zarr), best of {args.repeats}")
+    codec_rows = {path.name: bench_codecs(path, args.repeats) for path in files}
+    print("| file | " + " | ".join(names) + " |")
+    print("|---|" + "--:|" * len(names))
+    for f, row in codec_rows.items():
+        print(f"| {f} | " + " | ".join(f"{row[n]:.0f}" for n in names) + " |")
+    print("| geometric mean | " + " | ".join(f"{geomean([codec_rows[f][n] for f in codec_rows]):.0f}" for n in names) + " |")
+    print("| decode time / blosc-zstd | " + " | ".join(
+        f"{geomean([codec_rows[f][base] / codec_rows[f][n] for f in codec_rows]):.3f}" for n in names) + " |")
+    print("| decode time / pcodec | " + " | ".join(
+        f"{geomean([codec_rows[f][pco] / codec_rows[f][n] for f in codec_rows]):.3f}" for n in names) + " |")
+    print("\n## The binding's cost: a 1 MiB f64 array (ETOPO relief), Python call time / Rust loop time")
+    print("| encoding | encode | decode | Python encode ms | Python decode ms | Rust encode ms | Rust decode ms |")
+    print("|---|--:|--:|--:|--:|--:|--:|")
+    for encoding, e, d, pe, pd, re_, rd in binding_cost(max(args.repeats, 20)):
+        print(f"| {encoding} | {e:.3f} | {d:.3f} | {pe * 1e3:.3f} | {pd * 1e3:.3f} | {re_ * 1e3:.3f} | {rd * 1e3:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
