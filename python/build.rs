@@ -34,12 +34,24 @@ fn main() {
         .arg(plugin_src.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(&target_dir)
-        .args(["--config", "profile.release.debug=false", "--config", "profile.release.strip=\"symbols\""]);
+        .args([
+            "--config",
+            "profile.release.debug=false",
+            "--config",
+            "profile.release.strip=\"symbols\"",
+        ]);
     if profile == "release" {
         build.arg("--release");
     }
     // The outer build's flags and jobserver are for the extension, not this build.
-    for var in ["CARGO_ENCODED_RUSTFLAGS", "RUSTFLAGS", "CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS", "CARGO_TARGET_DIR"] {
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "CARGO_TARGET_DIR",
+    ] {
         build.env_remove(var);
     }
     let status = build.status().expect("running cargo for the HDF5 plugin");

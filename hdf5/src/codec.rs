@@ -12,14 +12,20 @@ pub fn encode_chunk(cd: &[u32], input: &[u8]) -> Result<Vec<u8>, String> {
     let value_type = params.frame_type()?;
     let options = params.options()?;
     let width = value_type.value_width().map_err(|e| e.to_string())?;
-    if input.len() % width != 0 {
+    if !input.len().is_multiple_of(width) {
         return Err(format!(
             "miniblock filter: a chunk of {} bytes is not a whole number of {width}-byte values",
             input.len()
         ));
     }
-    frame::encode(input, &value_type, &[(input.len() / width) as u64], None, &options)
-        .map_err(|e| format!("miniblock filter: {e}"))
+    frame::encode(
+        input,
+        &value_type,
+        &[(input.len() / width) as u64],
+        None,
+        &options,
+    )
+    .map_err(|e| format!("miniblock filter: {e}"))
 }
 
 /// Decodes a frame (`input`, read from a file: hostile) into the chunk's bytes. The
@@ -62,7 +68,11 @@ mod tests {
         for encoding in 0..20 {
             let cd = [TAG, encoding, 0, 3, 0];
             let blob = encode_chunk(&cd, &values).unwrap();
-            assert_eq!(decode_chunk(&cd, &blob).unwrap(), values, "encoding {encoding}");
+            assert_eq!(
+                decode_chunk(&cd, &blob).unwrap(),
+                values,
+                "encoding {encoding}"
+            );
         }
         let big = [TAG, 0, 1024, 3, 1];
         let blob = encode_chunk(&big, &values).unwrap();
@@ -73,7 +83,9 @@ mod tests {
 
     #[test]
     fn damaged_chunks_are_errors() {
-        let values: Vec<u8> = (0..3000u32).flat_map(|i| (i as f32).sqrt().to_le_bytes()).collect();
+        let values: Vec<u8> = (0..3000u32)
+            .flat_map(|i| (i as f32).sqrt().to_le_bytes())
+            .collect();
         let cd = [TAG, 0, 0, 2, 0];
         let blob = encode_chunk(&cd, &values).unwrap();
         for n in 0..blob.len() {
@@ -85,6 +97,9 @@ mod tests {
             assert!(decode_chunk(&cd, &damaged).is_err(), "byte {i}");
         }
         assert!(encode_chunk(&cd, &values[..7]).is_err());
-        assert!(encode_chunk(&[0], &values).is_err(), "no type before set_local");
+        assert!(
+            encode_chunk(&[0], &values).is_err(),
+            "no type before set_local"
+        );
     }
 }

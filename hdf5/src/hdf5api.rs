@@ -43,6 +43,21 @@ type Push2 = unsafe extern "C" fn(
     ...
 ) -> c_int;
 
+/// HDF5's type classes (`H5T_class_t`), for messages.
+const CLASSES: [&str; 11] = [
+    "integer",
+    "float",
+    "time",
+    "string",
+    "bitfield",
+    "opaque",
+    "compound",
+    "reference",
+    "enum",
+    "variable-length",
+    "array",
+];
+
 /// The functions, from one libhdf5.
 pub struct Api {
     get_class: TypeInt,
@@ -122,7 +137,11 @@ impl Api {
                 continue;
             }
             seen.push(base);
-            let path = if name.as_bytes().is_empty() { None } else { Some(name) };
+            let path = if name.as_bytes().is_empty() {
+                None
+            } else {
+                Some(name)
+            };
             // SAFETY: RTLD_NOLOAD only returns a library that is already loaded; the
             // reference it adds is dropped below, and the library stays loaded by its
             // owner, so the function pointers taken from it stay valid.
@@ -221,10 +240,6 @@ impl Api {
         let class = unsafe { (self.get_class)(type_id) };
         let size = unsafe { (self.get_size)(type_id) };
         let order = unsafe { (self.get_order)(type_id) };
-        const CLASSES: [&str; 11] = [
-            "integer", "float", "time", "string", "bitfield", "opaque", "compound",
-            "reference", "enum", "variable-length", "array",
-        ];
         let class_name = usize::try_from(class)
             .ok()
             .and_then(|c| CLASSES.get(c))
@@ -272,7 +287,9 @@ impl Api {
             return Err("miniblock filter: cannot read its parameters".to_owned());
         }
         if count > cd.len() {
-            return Err(format!("miniblock filter: {count} parameters (at most 2, or the stored 5)"));
+            return Err(format!(
+                "miniblock filter: {count} parameters (at most 2, or the stored 5)"
+            ));
         }
         let mut params = Params::parse(&cd[..count])?;
         params.value_type = code;

@@ -37,8 +37,14 @@ const H5Z_FLAG_OPTIONAL: c_uint = 0x0001;
 
 type CanApply = unsafe extern "C" fn(Hid, Hid, Hid) -> c_int;
 type SetLocal = unsafe extern "C" fn(Hid, Hid, Hid) -> c_int;
-type Filter =
-    unsafe extern "C" fn(c_uint, usize, *const c_uint, usize, *mut usize, *mut *mut c_void) -> usize;
+type Filter = unsafe extern "C" fn(
+    c_uint,
+    usize,
+    *const c_uint,
+    usize,
+    *mut usize,
+    *mut *mut c_void,
+) -> usize;
 
 /// HDF5's `H5Z_class2_t`.
 #[repr(C)]
@@ -97,10 +103,7 @@ unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> c_int {
         // SAFETY: the ids are the ones HDF5 handed to this callback, used on the library
         // that called it.
         let result = unsafe { api.set_local(dcpl, type_id) };
-        result.map_err(|message| {
-            api.push_error("set_local", &message);
-            message
-        })
+        result.inspect_err(|message| api.push_error("set_local", message))
     }));
     match outcome {
         Ok(Ok(())) => 0,
