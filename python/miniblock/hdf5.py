@@ -28,7 +28,7 @@ from typing import Any, Iterator, Optional
 
 import miniblock
 
-__all__ = ["FILTER_ID", "PLUGIN_PATH", "PLUGIN_FILE", "Miniblock", "encoding_code", "register"]
+__all__ = ["FILTER_ID", "PLUGIN_PATH", "PLUGIN_FILE", "Miniblock", "encoding_code", "register", "netcdf4_filter"]
 
 #: The filter's id (from HDF5's testing range 256-511).
 FILTER_ID: int = 409
@@ -100,6 +100,36 @@ class Miniblock(Mapping):
 
     def __repr__(self) -> str:
         return f"Miniblock(encoding={self.encoding!r}, chunk_values={self.chunk_values!r})"
+
+
+def netcdf4_filter(variable: Any, encoding: str = "auto", chunk_values: Optional[int] = None) -> None:
+    """Puts the miniblock filter on a new netCDF4-python variable, before any data is written.
+
+    netCDF4-python has no call for an arbitrary filter, so this calls netCDF-C's
+    ``nc_def_var_filter`` in the libnetcdf netCDF4-python loaded, and adds
+    :data:`PLUGIN_PATH` to that library's HDF5 plugin path::
+
+        v = ds.createVariable("slp", "f4", ("time", "lat", "lon"), chunksizes=(1, 90, 180))
+        miniblock.hdf5.netcdf4_filter(v, encoding="auto")
+        v[:] = values
+    """
+    import netCDF4._netCDF4 as extension
+
+    options = Miniblock(encoding, chunk_values).filter_options
+    # dlsym through the extension module finds the libnetcdf and libhdf5 it links.
+    library = ctypes.CDLL(extension.__file__)
+    if library.H5PLappend(PLUGIN_PATH.encode()) < 0:
+        raise miniblock.MiniblockError(f"netCDF4's HDF5 refused the plugin folder {PLUGIN_PATH}")
+    params = (ctypes.c_uint * len(options))(*options)
+    status = library.nc_def_var_filter(
+        ctypes.c_int(variable._grpid), ctypes.c_int(variable._varid), ctypes.c_uint(FILTER_ID),
+        ctypes.c_size_t(len(options)), params,
+    )
+    if status != 0:
+        library.nc_strerror.restype = ctypes.c_char_p
+        raise miniblock.MiniblockError(
+            f"netCDF-C refused the miniblock filter on {variable.name!r}: {library.nc_strerror(status).decode()}"
+        )
 
 
 _registered = False

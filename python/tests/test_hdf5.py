@@ -295,3 +295,27 @@ def test_h5py_reads_what_netcdf_wrote(tmp_path):
     with h5py.File(dst, "r") as f:
         values = f[var][:]
     assert values.tobytes() == read_netcdf(src, var, plugin_env())
+
+
+def test_netcdf4_python_writes_with_the_filter(tmp_path):
+    netCDF4 = pytest.importorskip("netCDF4")
+    target = tmp_path / "w.nc"
+    a = load(ROOT / "data" / "ferret_coads_climatology_SLP.f32").reshape(-1, 90, 180)
+    with netCDF4.Dataset(target, "w", format="NETCDF4") as ds:
+        for name, size in zip(("time", "lat", "lon"), a.shape):
+            ds.createDimension(name, size)
+        v = ds.createVariable("slp", "f4", ("time", "lat", "lon"), chunksizes=(1, 90, 180))
+        v.set_auto_maskandscale(False)
+        mh5.netcdf4_filter(v, encoding="auto:0")
+        v[:] = a
+    with netCDF4.Dataset(target) as ds:
+        ds.set_auto_maskandscale(False)
+        assert ds["slp"][:].tobytes() == a.tobytes()
+    with h5py.File(target, "r") as f:
+        assert f["slp"].id.get_create_plist().get_filter(0)[2] == (0x4D420001, 1, 0, 2, 0)
+        assert f["slp"].id.get_storage_size() < a.nbytes / 2
+    with netCDF4.Dataset(tmp_path / "bad.nc", "w", format="NETCDF4") as ds:
+        ds.createDimension("x", 10)
+        v = ds.createVariable("s", "f8", ("x",), chunksizes=(5,))
+        with pytest.raises(miniblock.MiniblockError):
+            mh5.netcdf4_filter(v, encoding="nope")
