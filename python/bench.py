@@ -148,6 +148,23 @@ def binding_cost(repeats: int):
     return out
 
 
+def thread_scaling(repeats: int):
+    """Decoding 64 frames of 1 MiB on 1 thread and on 2: the GIL is released while Rust works."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = SHARED / "ferret_etopo20_ROSE.f32"
+    if not path.exists():
+        path = ROOT / "data" / "ferret_etopo20_ROSE.f32"
+    a = np.fromfile(path, dtype="<f4")[: CHUNK_BYTES // 4]
+    blobs = [miniblock.encode(np.roll(a, i)) for i in range(64)]
+    out = []
+    for workers in (1, 2):
+        with ThreadPoolExecutor(workers) as pool:
+            t = best(lambda: list(pool.map(miniblock.decode, blobs)), repeats)
+        out.append((workers, len(blobs) * a.nbytes / t / 1e6))
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", type=Path, help="raw .f32/.f64 files (default: ../shared/data)")
@@ -193,6 +210,11 @@ def main():
         f"{geomean([codec_rows[f][base] / codec_rows[f][n] for f in codec_rows]):.3f}" for n in names) + " |")
     print("| decode time / pcodec | " + " | ".join(
         f"{geomean([codec_rows[f][pco] / codec_rows[f][n] for f in codec_rows]):.3f}" for n in names) + " |")
+    scaling = thread_scaling(args.repeats)
+    print(f"\n## Threads: 64 frames of 1 MiB (ETOPO relief) decoded by a thread pool, best of {args.repeats}")
+    print("| threads | MB/s | speedup |\n|--:|--:|--:|")
+    for workers, rate in scaling:
+        print(f"| {workers} | {rate:.0f} | {rate / scaling[0][1]:.2f} |")
     print("\n## The binding's cost: a 1 MiB f64 array (ETOPO relief), Python call time / Rust loop time")
     print("| encoding | encode | decode | Python encode ms | Python decode ms | Rust encode ms | Rust decode ms |")
     print("|---|--:|--:|--:|--:|--:|--:|")
