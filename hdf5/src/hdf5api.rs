@@ -123,45 +123,56 @@ fn symbol(handle: *mut c_void, name: &str) -> Option<*mut c_void> {
     (!found.is_null()).then_some(found)
 }
 
+/// Runs `f` on the first library on the call stack, outside the plugin, that provides
+/// `probe` (itself or through the libraries it depends on), else on the global namespace.
+fn with_caller_library<T>(probe: &str, f: impl Fn(*mut c_void) -> Option<T>) -> Option<T> {
+    let own = library_of(Api::of_caller as *const () as usize).map(|(base, _)| base);
+    let mut seen = Vec::new();
+    for ip in caller_ips() {
+        let Some((base, name)) = library_of(ip.saturating_sub(1)) else {
+            continue;
+        };
+        if Some(base) == own || seen.contains(&base) {
+            continue;
+        }
+        seen.push(base);
+        let path = if name.as_bytes().is_empty() {
+            None
+        } else {
+            Some(name)
+        };
+        // SAFETY: RTLD_NOLOAD only returns a library that is already loaded; the reference
+        // it adds is dropped below, and the library stays loaded by its owner, so what is
+        // taken from it stays valid.
+        let handle = unsafe {
+            libc::dlopen(
+                path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
+                libc::RTLD_LAZY | libc::RTLD_NOLOAD,
+            )
+        };
+        if handle.is_null() {
+            continue;
+        }
+        let found = symbol(handle, probe).and_then(|_| f(handle));
+        // SAFETY: the handle came from the dlopen above.
+        unsafe { libc::dlclose(handle) };
+        if found.is_some() {
+            return found;
+        }
+    }
+    f(libc::RTLD_DEFAULT)
+}
+
+/// `name` in the library that called the plugin (netCDF-C's `nc_inq_var`, for NCZarr).
+pub fn caller_symbol(name: &str) -> Option<*mut c_void> {
+    with_caller_library(name, |handle| symbol(handle, name))
+}
+
 impl Api {
     /// The functions of the libhdf5 on the call stack (or, failing that, in the global
     /// namespace).
     pub fn of_caller() -> Option<Api> {
-        let own = library_of(Api::of_caller as *const () as usize).map(|(base, _)| base);
-        let mut seen = Vec::new();
-        for ip in caller_ips() {
-            let Some((base, name)) = library_of(ip.saturating_sub(1)) else {
-                continue;
-            };
-            if Some(base) == own || seen.contains(&base) {
-                continue;
-            }
-            seen.push(base);
-            let path = if name.as_bytes().is_empty() {
-                None
-            } else {
-                Some(name)
-            };
-            // SAFETY: RTLD_NOLOAD only returns a library that is already loaded; the
-            // reference it adds is dropped below, and the library stays loaded by its
-            // owner, so the function pointers taken from it stay valid.
-            let handle = unsafe {
-                libc::dlopen(
-                    path.as_ref().map_or(std::ptr::null(), |p| p.as_ptr()),
-                    libc::RTLD_LAZY | libc::RTLD_NOLOAD,
-                )
-            };
-            if handle.is_null() {
-                continue;
-            }
-            let api = Api::from_handle(handle);
-            // SAFETY: the handle came from the dlopen above.
-            unsafe { libc::dlclose(handle) };
-            if api.is_some() {
-                return api;
-            }
-        }
-        Api::from_handle(libc::RTLD_DEFAULT)
+        with_caller_library("H5Tget_size", Api::from_handle)
     }
 
     fn from_handle(handle: *mut c_void) -> Option<Api> {

@@ -9,13 +9,15 @@
 //! No libhdf5 is linked. h5py's and netCDF4's wheels each load a private libhdf5, so a
 //! plugin with undefined `H5*` symbols would not load under them; the few HDF5 functions
 //! `set_local` needs are looked up when it runs, in the libhdf5 that called it (found by
-//! walking the call stack), as [`hdf5api`] does. Every entry point runs under
+//! walking the call stack), as [`hdf5api`] does. NCZarr stores (netCDF-C over Zarr) get
+//! the JSON codec conversion they ask for in [`nczarr`]. Every entry point runs under
 //! `catch_unwind`: no panic crosses into C.
 
 #![allow(unsafe_code)]
 
 pub mod codec;
 pub mod hdf5api;
+pub mod nczarr;
 pub mod params;
 
 use std::ffi::{c_char, c_int, c_uint, c_void};

@@ -35,6 +35,9 @@ class Miniblock(Codec):
     codec_id = "miniblock"
 
     def __init__(self, encoding: str = "auto", chunk_values: Optional[int] = None):
+        # 0 is the default too, as the HDF5 filter's parameters and NCZarr write it.
+        if chunk_values == 0 and not isinstance(chunk_values, bool):
+            chunk_values = None
         _check(encoding, chunk_values)
         self.encoding = encoding
         self.chunk_values = chunk_values

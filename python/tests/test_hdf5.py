@@ -319,3 +319,34 @@ def test_netcdf4_python_writes_with_the_filter(tmp_path):
         v = ds.createVariable("s", "f8", ("x",), chunksizes=(5,))
         with pytest.raises(miniblock.MiniblockError):
             mh5.netcdf4_filter(v, encoding="nope")
+
+
+def test_nczarr_store_written_by_netcdf_read_by_zarr_python(tmp_path):
+    """netCDF-C over Zarr (NCZarr): the plugin converts its JSON codec, and the store's
+    compressor is numcodecs' `miniblock` codec, so zarr-python reads it too."""
+    pytest.importorskip("netCDF4")
+    zarr = pytest.importorskip("zarr")
+    store = tmp_path / "nc.zarr"
+    a = load(ROOT / "data" / "ferret_coads_climatology_SLP.f32").reshape(-1, 90, 180)
+    np.save(tmp_path / "a.npy", a)
+    code = (
+        "import numpy as np, netCDF4, miniblock.hdf5 as mh5\n"
+        f"a = np.load({str(tmp_path / 'a.npy')!r})\n"
+        f"url = 'file://{store}#mode=nczarr,file'\n"
+        "with netCDF4.Dataset(url, 'w', format='NETCDF4') as ds:\n"
+        "    for name, size in zip(('time', 'lat', 'lon'), a.shape):\n"
+        "        ds.createDimension(name, size)\n"
+        "    v = ds.createVariable('slp', 'f4', ('time', 'lat', 'lon'), chunksizes=(1, 90, 180))\n"
+        "    v.set_auto_maskandscale(False)\n"
+        "    mh5.netcdf4_filter(v, encoding='bss+lz4')\n"
+        "    v[:] = a\n"
+        "with netCDF4.Dataset(url) as ds:\n"
+        "    ds.set_auto_maskandscale(False)\n"
+        "    assert ds['slp'][:].tobytes() == a.tobytes()\n"
+    )
+    out = run_python(code, plugin_env())
+    assert out.returncode == 0, out.stderr
+    meta = (store / "slp" / ".zarray").read_text()
+    assert '"id": "miniblock"' in meta and '"encoding": "bss+lz4"' in meta, meta
+    z = zarr.open_array(str(store / "slp"), mode="r", zarr_format=2)
+    assert same_bits(z[:], a)
