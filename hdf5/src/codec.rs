@@ -31,6 +31,19 @@ pub fn encode_chunk(cd: &[u32], input: &[u8]) -> Result<Vec<u8>, String> {
 /// Decodes a frame (`input`, read from a file: hostile) into the chunk's bytes. The
 /// frame's type must be the one the parameters record, when they record one.
 pub fn decode_chunk(cd: &[u32], input: &[u8]) -> Result<Vec<u8>, String> {
+    decode_chunk_into(cd, input, |len| Ok(vec![0; len]))
+}
+
+/// [`decode_chunk`] into a buffer that `make(len)` returns (the filter's comes from the C
+/// allocator, which HDF5 frees). A chunk that expands at most four times its stored size
+/// (most do) is decoded straight into it; one that claims more is decoded first into a
+/// buffer that grows only as its chunks really decode, so that a lying frame fails before
+/// `make` is asked for what it claims.
+pub fn decode_chunk_into<B: AsMut<[u8]>>(
+    cd: &[u32],
+    input: &[u8],
+    make: impl FnOnce(usize) -> Result<B, String>,
+) -> Result<B, String> {
     let params = Params::parse(cd)?;
     let frame = FrameDecoder::new(input).map_err(|e| format!("miniblock filter: {e}"))?;
     if params.value_type != 0 {
@@ -45,10 +58,25 @@ pub fn decode_chunk(cd: &[u32], input: &[u8]) -> Result<Vec<u8>, String> {
             ));
         }
     }
-    let values = frame
-        .decode_values(0..frame.num_values())
-        .map_err(|e| format!("miniblock filter: {e}"))?;
-    Ok(values.as_slice().to_vec())
+    let n = frame.num_values();
+    let width = frame
+        .value_type()
+        .value_width()
+        .map_err(|e| e.to_string())?;
+    let len = n
+        .checked_mul(width)
+        .ok_or("miniblock filter: chunk size overflows")?;
+    let fail = |e: miniblock::Error| format!("miniblock filter: {e}");
+    if len <= input.len().saturating_mul(4).saturating_add(1 << 16) {
+        let mut out = make(len)?;
+        frame.decode_into(0..n, out.as_mut()).map_err(fail)?;
+        Ok(out)
+    } else {
+        let values = frame.decode_values(0..n).map_err(fail)?;
+        let mut out = make(values.len())?;
+        out.as_mut().copy_from_slice(values.as_slice());
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

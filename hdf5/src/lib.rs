@@ -154,24 +154,22 @@ unsafe extern "C" fn filter(
             unsafe { std::slice::from_raw_parts((*buf).cast::<u8>(), nbytes) }
         };
         let output = if flags & H5Z_FLAG_REVERSE != 0 {
-            codec::decode_chunk(cd, input)?
+            codec::decode_chunk_into(cd, input, CBuffer::new)?
         } else {
-            codec::encode_chunk(cd, input)?
+            let blob = codec::encode_chunk(cd, input)?;
+            let mut out = CBuffer::new(blob.len())?;
+            out.as_mut().copy_from_slice(&blob);
+            out
         };
-        let len = output.len();
+        let len = output.len;
         if len == 0 {
             return Err("miniblock filter: a chunk of no bytes".to_owned());
         }
-        // SAFETY: HDF5 frees the buffer with the C allocator, so it is made with it; the
+        // SAFETY: HDF5 frees the buffer with the C allocator, which made the new one; the
         // old buffer is HDF5's, also from the C allocator, and is replaced.
         unsafe {
-            let new = libc::malloc(len).cast::<u8>();
-            if new.is_null() {
-                return Err(format!("miniblock filter: cannot allocate {len} bytes"));
-            }
-            std::ptr::copy_nonoverlapping(output.as_ptr(), new, len);
             libc::free(*buf);
-            *buf = new.cast();
+            *buf = output.release().cast();
             *buf_size = len;
         }
         Ok(len)
@@ -186,6 +184,47 @@ unsafe extern "C" fn filter(
         None => eprintln!("{message}"),
     }
     0
+}
+
+/// A buffer from the C allocator (HDF5 frees what the filter returns with `free`), freed
+/// on drop unless released to HDF5.
+struct CBuffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl CBuffer {
+    fn new(len: usize) -> Result<Self, String> {
+        // calloc: the bytes are initialized (zero), and a large buffer comes as fresh
+        // zero pages, so this costs no more than malloc. SAFETY: at least one byte; a null
+        // result is an error.
+        let ptr = unsafe { libc::calloc(len.max(1), 1) }.cast::<u8>();
+        if ptr.is_null() {
+            return Err(format!("miniblock filter: cannot allocate {len} bytes"));
+        }
+        Ok(Self { ptr, len })
+    }
+
+    /// The buffer, now the caller's to free.
+    fn release(self) -> *mut u8 {
+        let ptr = self.ptr;
+        std::mem::forget(self);
+        ptr
+    }
+}
+
+impl AsMut<[u8]> for CBuffer {
+    fn as_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `len` initialized bytes from calloc, owned by this buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for CBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from calloc and was not released.
+        unsafe { libc::free(self.ptr.cast()) };
+    }
 }
 
 /// Whether flags mark a filter optional (for the tests of `set_local`'s rewrite).
