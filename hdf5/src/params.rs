@@ -9,7 +9,8 @@
 //! ```text
 //! cd[0]  0x4D420001  tag: "MB", parameter version 1
 //! cd[1]  encoding code (the table below)
-//! cd[2]  values per miniblock chunk: 0 for the default (4 KiB), else a power of two 256..=65536
+//! cd[2]  values per miniblock chunk: 0 for the filter's default (CONTAINER_CHUNK_VALUES), else a
+//!        power of two 256..=65536
 //! cd[3]  value type code: 1 f16, 2 f32, 3 f64, 4 i8, 5 i16, 6 i32, 7 i64, 8 u8, 9 u16, 10 u32, 11 u64
 //! cd[4]  1 when the dataset's values are big-endian, else 0
 //! ```
@@ -23,6 +24,11 @@
 use miniblock::encodings::Strategy;
 use miniblock::frame::{FrameOptions, FrameType};
 use miniblock::Encoding;
+
+/// Values per miniblock chunk when the parameters say 0. HDF5 always decodes a whole
+/// chunk, so the small miniblocks that make row ranges cheap elsewhere buy nothing here;
+/// 8192-value miniblocks compress better and decode faster (`docs/hdf5.md`'s benchmark).
+pub const CONTAINER_CHUNK_VALUES: usize = 8192;
 
 /// The first stored parameter.
 pub const TAG: u32 = 0x4D42_0001;
@@ -184,10 +190,14 @@ impl Params {
     pub fn options(&self) -> Result<FrameOptions, String> {
         let name = encoding_name(self.encoding).ok_or("unknown encoding")?;
         let strategy: Strategy = name.parse().map_err(|e: miniblock::Error| e.to_string())?;
-        let chunk_values = (self.chunk_values != 0).then_some(self.chunk_values as usize);
+        let chunk_values = if self.chunk_values == 0 {
+            CONTAINER_CHUNK_VALUES
+        } else {
+            self.chunk_values as usize
+        };
         FrameOptions::default()
             .with_strategy(strategy)
-            .with_chunk_values(chunk_values)
+            .with_chunk_values(Some(chunk_values))
             .map_err(|e| e.to_string())
     }
 }

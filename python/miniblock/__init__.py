@@ -28,6 +28,7 @@ from . import _miniblock as _mb
 __all__ = [
     "MiniblockError",
     "FRAME_VERSION",
+    "CONTAINER_CHUNK_VALUES",
     "encode",
     "decode",
     "decode_range",
@@ -41,6 +42,11 @@ __all__ = [
 #: Raised for every failure: bad arguments, damaged or truncated bytes, an encoding
 #: this build does not know, a failed read or write. A subclass of ``ValueError``.
 MiniblockError = _mb.MiniblockError
+
+#: Values per miniblock chunk that the numcodecs, Zarr and HDF5 codecs use when given
+#: none: those containers decode whole chunks, so small miniblocks (for cheap row ranges)
+#: buy nothing there, and 8192-value ones compress better and decode faster.
+CONTAINER_CHUNK_VALUES: int = 8192
 
 #: The frame format version this build writes and reads.
 FRAME_VERSION: int = _mb.FRAME_VERSION

@@ -67,7 +67,7 @@ class Miniblock(Mapping):
         ``"alp+ans"``, ...).
     chunk_values : int or None
         Values per miniblock chunk inside each HDF5 chunk, a power of two from 256 to 65536
-        (default: 4 KiB of values).
+        (default: the filter's, 8192 values: HDF5 decodes whole chunks).
     """
 
     filter_id = FILTER_ID

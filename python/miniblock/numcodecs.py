@@ -28,8 +28,8 @@ class Miniblock(Codec):
         ``"auto"`` (default), ``"auto:0"`` (smallest), or a fixed encoding such as
         ``"bss+lz4"`` or ``"alp+ans"``: any name the ``miniblock`` command takes.
     chunk_values : int or None
-        Values per miniblock chunk, a power of two from 256 to 65536 (default: 4 KiB of
-        values).
+        Values per miniblock chunk, a power of two from 256 to 65536 (default:
+        ``miniblock.CONTAINER_CHUNK_VALUES``, 8192: a Zarr chunk is decoded whole).
     """
 
     codec_id = "miniblock"
@@ -48,7 +48,7 @@ class Miniblock(Codec):
         else:
             # A plain buffer has no dtype: it is encoded as bytes.
             array = ensure_contiguous_ndarray(buf)
-        return miniblock.encode(array, self.encoding, self.chunk_values)
+        return miniblock.encode(array, self.encoding, self.chunk_values or miniblock.CONTAINER_CHUNK_VALUES)
 
     def decode(self, buf: Any, out: Any = None) -> Any:
         if isinstance(buf, np.ndarray) and not buf.flags.c_contiguous:

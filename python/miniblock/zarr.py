@@ -49,8 +49,9 @@ class Miniblock(ArrayBytesCodec):
         ``"auto"`` (default), ``"auto:0"`` (smallest), or a fixed encoding such as
         ``"bss+lz4"`` or ``"alp+ans"``: any name the ``miniblock`` command takes.
     chunk_values : int or None
-        Values per miniblock chunk, a power of two from 256 to 65536 (default: 4 KiB of
-        values).
+        Values per miniblock chunk, a power of two from 256 to 65536 (default:
+        ``miniblock.CONTAINER_CHUNK_VALUES``, 8192: a Zarr chunk is decoded whole, and
+        the same default as the Rust zarrs codec's).
     """
 
     is_fixed_size = False
@@ -114,7 +115,7 @@ class Miniblock(ArrayBytesCodec):
 
     def _encode_sync(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:
         values = np.asarray(chunk_array.as_ndarray_like())
-        blob = miniblock.encode(values, self.encoding, self.chunk_values)
+        blob = miniblock.encode(values, self.encoding, self.chunk_values or miniblock.CONTAINER_CHUNK_VALUES)
         return chunk_spec.prototype.buffer.from_bytes(blob)
 
     async def _encode_single(self, chunk_array: NDBuffer, chunk_spec: ArraySpec) -> Buffer | None:

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! `encoding` is any name the `miniblock` command takes (default `"auto"`), and
-//! `chunk_values` is a power of two from 256 to 65536 (left out for the default). Any
+//! `chunk_values` is a power of two from 256 to 65536 (left out for the default,
+//! [`CONTAINER_CHUNK_VALUES`]). Any
 //! other key is refused. Each Zarr chunk is one miniblock
 //! [frame](miniblock::frame), which holds its own type and shape, so arrays written by
 //! zarrs read in zarr-python and the other way round.
@@ -39,6 +40,12 @@ use zarrs_codec::{
 use zarrs_metadata::v3::MetadataV3;
 use zarrs_metadata::{Configuration, ConfigurationSerialize};
 use zarrs_plugin::{PluginCreateError, ZarrVersion};
+
+/// Values per miniblock chunk when the configuration leaves `chunk_values` out (as
+/// zarr-python's codec does): zarrs decodes whole Zarr chunks, so the small miniblocks
+/// that make row ranges cheap elsewhere buy nothing here, and 8192-value ones compress
+/// better and decode faster.
+pub const CONTAINER_CHUNK_VALUES: usize = 8192;
 
 /// The codec's configuration, as stored in array metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +100,9 @@ impl MiniblockCodec {
             .map_err(|e: miniblock::Error| PluginCreateError::Other(e.to_string()))?;
         let options = FrameOptions::default()
             .with_strategy(strategy)
-            .with_chunk_values(configuration.chunk_values)
+            .with_chunk_values(Some(
+                configuration.chunk_values.unwrap_or(CONTAINER_CHUNK_VALUES),
+            ))
             .map_err(|e| PluginCreateError::Other(e.to_string()))?;
         Ok(Self {
             configuration,
