@@ -89,7 +89,7 @@ use crate::encodings::{checked_len, describe, EncoderOptions, Strategy};
 use crate::error::{Error, Result};
 use crate::file::types::{column_type, set_column_type};
 use crate::kernels::crc::crc32c;
-use crate::page::{value_width, PageDecoder, PageEncoder};
+use crate::page::{value_bytes, value_width, PageDecoder, PageEncoder};
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as file_pb;
 use crate::proto::frame::FrameHeader;
@@ -438,14 +438,7 @@ pub fn encode_array(
     let data_type = array.data_type().clone();
     let width = value_width(&data_type)?;
     let data = array.to_data();
-    let values = data
-        .buffers()
-        .first()
-        .and_then(|b| {
-            b.as_slice()
-                .get(data.offset() * width..(data.offset() + data.len()) * width)
-        })
-        .ok_or_else(|| Error::invalid("array values buffer is shorter than its length"))?;
+    let values = value_bytes(&data, width)?;
     let len = [array.len() as u64];
     encode(
         values,

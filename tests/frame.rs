@@ -4,55 +4,21 @@
 //! frame claiming 2^40 values, measured by a counting allocator.
 
 mod common;
+mod counting;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::{Array, Float64Array, TimestampMillisecondArray};
 use arrow_schema::{DataType, TimeUnit};
 use common::{assert_same_bits, mixed_f32, mixed_f64, special_f32, special_f64, Rng};
+use counting::{measure, serial};
 use miniblock::encodings::Strategy;
 use miniblock::frame::{self, FrameDecoder, FrameOptions, FrameType};
 use miniblock::proto::encodings::ArrayEncoding;
 use miniblock::proto::frame::FrameHeader;
 use miniblock::{Encoding, ErrorKind};
 use prost::Message;
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-        PEAK.fetch_max(live, Ordering::SeqCst);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// The allocator's counters are global: every test holds this lock for its whole body,
-/// so that no other test allocates while one measures.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn options(strategy: &str) -> FrameOptions {
     FrameOptions::default().with_strategy(strategy.parse::<Strategy>().unwrap())
@@ -436,7 +402,7 @@ fn every_prefix_and_every_flipped_byte_is_an_error() {
 /// values, never a panic, and allocates no more than a few times the frame's size.
 #[test]
 fn crafted_frames_never_panic_and_stay_bounded() {
-    let _serial = serial();
+    let serial = serial();
     let mut rng = Rng(0x00c0_ffee);
     for (name, blob) in sample_frames() {
         for _ in 0..3000 {
@@ -447,15 +413,14 @@ fn crafted_frames_never_panic_and_stay_bounded() {
                 damaged[i] ^= 1 << (rng.next_u64() % 8);
             }
             reseal(&mut damaged);
-            let before = LIVE.load(Ordering::SeqCst);
-            PEAK.store(before, Ordering::SeqCst);
-            if let Ok(frame) = FrameDecoder::new(&damaged) {
-                let n = frame.num_values();
-                let _ = frame.decode_values(0..n);
-                let _ = frame.decode_array(0..n);
-                let _ = frame.decode_values(n / 2..n);
-            }
-            let peak = PEAK.load(Ordering::SeqCst) - before;
+            let (peak, _) = measure(&serial, || {
+                if let Ok(frame) = FrameDecoder::new(&damaged) {
+                    let n = frame.num_values();
+                    let _ = frame.decode_values(0..n);
+                    let _ = frame.decode_array(0..n);
+                    let _ = frame.decode_values(n / 2..n);
+                }
+            });
             if peak > 64 * damaged.len() + (1 << 20) {
                 let diff: Vec<usize> = (0..blob.len()).filter(|&i| blob[i] != damaged[i]).collect();
                 let f = FrameDecoder::new(&damaged).unwrap();
@@ -470,7 +435,7 @@ fn crafted_frames_never_panic_and_stay_bounded() {
 
 #[test]
 fn a_frame_claiming_2_pow_40_values_allocates_nothing_of_that_size() {
-    let _serial = serial();
+    let serial = serial();
     let values = le_bytes(&mixed_f64(512, 5), f64::to_le_bytes);
     let blob = frame::encode(
         &values,
@@ -486,11 +451,11 @@ fn a_frame_claiming_2_pow_40_values_allocates_nothing_of_that_size() {
     header.shape = vec![huge];
     let lying = frame_of(&header, &page);
     // A chunk table saying so: its single chunk's count is "the page total".
-    let before = LIVE.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
-    let result =
-        FrameDecoder::new(&lying).and_then(|f| f.decode_values(0..f.num_values()).map(|_| ()));
-    let peak = PEAK.load(Ordering::SeqCst) - before;
+    let mut result = Ok(());
+    let (peak, _) = measure(&serial, || {
+        result =
+            FrameDecoder::new(&lying).and_then(|f| f.decode_values(0..f.num_values()).map(|_| ()));
+    });
     assert!(
         result.is_err(),
         "a frame of {} bytes claiming 2^40 values",

@@ -1,60 +1,16 @@
 //! Hostile counts and sizes are rejected before any large allocation: a counting global
 //! allocator measures the peak bytes live while each hostile input is decoded.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+mod counting;
+
+use counting::{measure, serial};
 use std::io::Cursor;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use miniblock::file::{FileReader, FORMAT_VERSION, MAGIC};
 use miniblock::proto::file as pb;
 use miniblock::{Encoding, PageDecoder};
 use prost::Message;
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator and only counts sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-        PEAK.fetch_max(live, Ordering::SeqCst);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::SeqCst);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// The counters are global, and building a hostile input allocates too: every test in
-/// this file holds this lock for its whole body, so no other test allocates while one
-/// measures.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Runs `f`, returning the peak of bytes allocated beyond those live before, and the time.
-/// Taking the guard proves the caller holds [`SERIAL`].
-fn measure(_serial: &std::sync::MutexGuard<'static, ()>, f: impl FnOnce()) -> (usize, Duration) {
-    let before = LIVE.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
-    let start = Instant::now();
-    f();
-    (PEAK.load(Ordering::SeqCst) - before, start.elapsed())
-}
 
 /// A file made of a header, `data`, a footer of `columns` and a correct trailer.
 fn file_with_footer(data: &[u8], num_rows: u64, columns: Vec<pb::Column>) -> Vec<u8> {

@@ -22,24 +22,11 @@ import miniblock
 h5py = pytest.importorskip("h5py")
 import miniblock.hdf5 as mh5  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "data"
+from helpers import ROOT, SHARED, data_files, load, same_bits  # noqa: E402
 FERRET = ROOT / ".ci-data" / "ferret" / "usr" / "share" / "ferret-vis" / "data"
 
 
-def data_files():
-    files = sorted((ROOT / "data").glob("*.f[36][24]"))
-    if SHARED.is_dir():
-        files += sorted(SHARED.glob("*.f[36][24]"))
-    return files
 
-
-def load(path: Path) -> np.ndarray:
-    return np.fromfile(path, dtype="<f4" if path.suffix == ".f32" else "<f8")
-
-
-def same_bits(a, b) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def plugin_env(**extra) -> dict:

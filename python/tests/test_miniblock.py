@@ -19,25 +19,11 @@ import pytest
 
 import miniblock
 
-ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "data"
+from helpers import ROOT, SHARED, data_files, load, same_bits  # noqa: E402
 GOLDEN = ROOT / "tests" / "golden" / "frames" / "v1"
 
 
-def data_files():
-    files = sorted((ROOT / "data").glob("*.f[36][24]"))
-    if SHARED.is_dir():
-        files += sorted(SHARED.glob("*.f[36][24]"))
-    return files
 
-
-def load(path: Path) -> np.ndarray:
-    return np.fromfile(path, dtype="<f4" if path.suffix == ".f32" else "<f8")
-
-
-def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
-    """Equal dtype, shape and bytes: NaN payloads and -0.0 count."""
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def arrow_same(a, b) -> bool:

@@ -23,6 +23,18 @@ enum Mode {
     Auto(AutoChooser),
 }
 
+/// The bytes of the values of a fixed-width array of `width`-byte values, its offset
+/// applied.
+pub(crate) fn value_bytes(data: &arrow_data::ArrayData, width: usize) -> Result<&[u8]> {
+    data.buffers()
+        .first()
+        .and_then(|b| {
+            b.as_slice()
+                .get(data.offset() * width..(data.offset() + data.len()) * width)
+        })
+        .ok_or_else(|| Error::invalid("array values buffer is shorter than its length"))
+}
+
 /// Encodes `array` (any fixed-width type, nullable or not) with `encoding` and the default
 /// options.
 ///
@@ -93,15 +105,7 @@ impl PageEncoder {
             return self.encode_values(a.values().inner().as_slice(), a.nulls());
         }
         let data = array.to_data();
-        let values = data
-            .buffers()
-            .first()
-            .and_then(|b| {
-                b.as_slice()
-                    .get(data.offset() * width..(data.offset() + data.len()) * width)
-            })
-            .ok_or_else(|| Error::invalid("array values buffer is shorter than its length"))?;
-        self.encode_values(values, array.nulls())
+        self.encode_values(value_bytes(&data, width)?, array.nulls())
     }
 
     /// The compressor this encoder uses for a page of `values` (the fixed one, or `auto`'s

@@ -50,6 +50,7 @@ mod layout;
 
 pub use decoder::PageDecoder;
 pub(crate) use decoder::{build_array, RESERVE_EXPANSION};
+pub(crate) use encoder::value_bytes;
 pub use encoder::{encode_page, PageEncoder};
 pub use layout::PageLayout;
 
