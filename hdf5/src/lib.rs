@@ -99,32 +99,25 @@ unsafe extern "C" fn can_apply(_dcpl: Hid, _type: Hid, _space: Hid) -> c_int {
 /// creation, with an HDF5 error message saying why.
 unsafe extern "C" fn set_local(dcpl: Hid, type_id: Hid, _space: Hid) -> c_int {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let api = Api::of_caller().ok_or_else(|| {
-            "miniblock filter: the libhdf5 that called set_local could not be found".to_owned()
-        })?;
+        let Some(api) = Api::of_caller() else {
+            // No HDF5 error stack to push to: stderr, as HDF5 itself prints.
+            eprintln!("miniblock filter: the libhdf5 that called set_local could not be found");
+            return -1;
+        };
         // SAFETY: the ids are the ones HDF5 handed to this callback, used on the library
         // that called it.
-        let result = unsafe { api.set_local(dcpl, type_id) };
-        result.inspect_err(|message| api.push_error("set_local", message))
+        match unsafe { api.set_local(dcpl, type_id) } {
+            Ok(()) => 0,
+            Err(message) => {
+                api.push_error("set_local", &message);
+                -1
+            }
+        }
     }));
-    match outcome {
-        Ok(Ok(())) => 0,
-        Ok(Err(message)) => {
-            report(&message);
-            -1
-        }
-        Err(_) => {
-            report("miniblock filter: internal error in set_local");
-            -1
-        }
-    }
-}
-
-/// Last resort when HDF5's error stack cannot be reached: stderr, as HDF5 itself prints.
-fn report(message: &str) {
-    if Api::of_caller().is_none() {
-        eprintln!("{message}");
-    }
+    outcome.unwrap_or_else(|_| {
+        eprintln!("miniblock filter: internal error in set_local");
+        -1
+    })
 }
 
 /// The filter: encodes a chunk into a frame, or (with `H5Z_FLAG_REVERSE`) decodes one.

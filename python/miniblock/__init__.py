@@ -176,7 +176,8 @@ def info(blob: Any) -> dict:
     """What a frame holds, after checking it: ``dtype``, ``shape``, ``chunks`` (its chunk
     count), ``encoding`` (as ``miniblock inspect`` names it), ``arrow_type`` and
     ``may_have_nulls``."""
-    dtype, shape, chunks, encoding, arrow_type, nulls = _mb.info(_frame_bytes(blob))
+    frame = _frame_bytes(blob)
+    dtype, shape, chunks, encoding, arrow_type, nulls = _mb.info(frame)
     return {
         "dtype": np.dtype(dtype),
         "shape": tuple(shape),
@@ -184,7 +185,7 @@ def info(blob: Any) -> dict:
         "encoding": encoding,
         "arrow_type": arrow_type,
         "may_have_nulls": nulls,
-        "nbytes": len(memoryview(blob).cast("B")) if not isinstance(blob, np.ndarray) else blob.nbytes,
+        "nbytes": frame.nbytes,
     }
 
 

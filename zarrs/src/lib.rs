@@ -248,10 +248,16 @@ impl ArrayToBytesCodecTraits for MiniblockCodec {
                 frame.num_values()
             )));
         }
-        let values = frame
-            .decode_values(0..frame.num_values())
+        // The chunk's size comes from the array's metadata, which zarrs allocates for
+        // anyway: decode straight into it, no copy.
+        let width = got
+            .value_width()
+            .map_err(|e| CodecError::Other(e.to_string()))?;
+        let mut values = vec![0u8; frame.num_values() * width];
+        frame
+            .decode_into(0..frame.num_values(), &mut values)
             .map_err(|e| CodecError::Other(format!("miniblock: {e}")))?;
-        Ok(ArrayBytes::from(values.as_slice().to_vec()))
+        Ok(ArrayBytes::from(values))
     }
 
     fn encoded_representation(
