@@ -3,8 +3,10 @@
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(shared_data)");
-    println!("cargo:rerun-if-changed=../../shared/data");
+    // An absent watched path would rerun this script on every build: not watched.
+    println!("cargo:rerun-if-changed=build.rs");
     if std::path::Path::new("../../shared/data").is_dir() {
+        println!("cargo:rerun-if-changed=../../shared/data");
         println!("cargo:rustc-cfg=shared_data");
     }
 }

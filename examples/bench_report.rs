@@ -1,5 +1,5 @@
 //! Reads the results of `cargo bench` (criterion's `target/criterion`) and prints the
-//! figures of BENCHMARKS.md: throughputs, the ratios the project's floors are about, and
+//! figures of docs/benchmarks.md: throughputs, the ratios the project's floors are about, and
 //! pass/fail for each floor. Every ratio comes from benchmarks of one `cargo bench` run.
 //!
 //! `cargo bench --bench bss --bench column && cargo run --release --example bench_report`

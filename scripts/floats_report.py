@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tables of BENCHMARKS.md's "Against pco and Parquet" section, from one run of
+"""The tables of docs/benchmarks.md's "How small, and how fast" section, from one run of
 
     cargo bench --bench floats -- --warm-up-time 0.3 --measurement-time 1 | tee floats.log
     python3 scripts/floats_report.py floats.log

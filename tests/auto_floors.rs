@@ -54,7 +54,7 @@ fn auto_size_floors_hold_on_the_bundled_sample() {
 #[test]
 #[cfg_attr(
     not(shared_data),
-    ignore = "needs ../shared/data beside the checkout (CI has it)"
+    ignore = "needs ../shared/data beside the checkout (CI has it; after adding it, touch build.rs)"
 )]
 fn auto_size_floors_hold_on_every_shared_data_set() {
     floors_hold_in(&common::shared_dir().join("data"), 12);

@@ -713,3 +713,67 @@ fn page_statistics_prune_scans() {
         .count();
     assert_eq!(below, 0);
 }
+
+/// Reading into a caller's buffer gives the same bits and validity as reading an Arrow
+/// array, for any row range across pages and chunks; a buffer of the wrong size or type
+/// is an error, not a partial read.
+#[test]
+fn reads_into_a_callers_buffer() {
+    use arrow_array::types::{Float32Type, Float64Type};
+    let values = common::mixed_f32(40_000, 9);
+    let column = common::with_nulls(&values, 7);
+    let plain: ArrayRef = Arc::new(arrow_array::Float64Array::from_iter_values(
+        (0..40_000).map(|i| f64::from(i) * 0.25),
+    ));
+    let batch = RecordBatch::try_from_iter([("f", column.clone()), ("d", plain.clone())]).unwrap();
+    let options = WriteOptions {
+        page_values: Some(10_000),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), batch.schema().as_ref(), options).unwrap();
+    writer.write_batch(&batch).unwrap();
+    let bytes = writer.finish().unwrap();
+    let mut reader = FileReader::open(std::io::Cursor::new(bytes)).unwrap();
+    for rows in [
+        0..40_000u64,
+        0..1,
+        9_990..10_010,
+        1_000..1_025,
+        39_999..40_000,
+        5..5,
+    ] {
+        let expected = reader.read_column_range(0, rows.clone()).unwrap();
+        let mut out = vec![0f32; (rows.end - rows.start) as usize];
+        let nulls = reader
+            .read_values_into::<Float32Type>(0, rows.clone(), &mut out)
+            .unwrap();
+        let expected = expected.as_any().downcast_ref::<Float32Array>().unwrap();
+        assert_eq!(
+            nulls.as_ref(),
+            expected.nulls().filter(|n| n.null_count() > 0),
+            "{rows:?}"
+        );
+        for (i, v) in out.iter().enumerate() {
+            if expected.is_valid(i) {
+                assert_eq!(v.to_bits(), expected.value(i).to_bits(), "{rows:?} row {i}");
+            }
+        }
+        let mut doubles = vec![0f64; out.len()];
+        let none = reader
+            .read_values_into::<Float64Type>(1, rows.clone(), &mut doubles)
+            .unwrap();
+        assert!(none.is_none());
+        let want: Vec<f64> = (rows.start..rows.end).map(|i| i as f64 * 0.25).collect();
+        assert_eq!(doubles, want);
+    }
+    let mut short = vec![0u8; 7];
+    let err = reader
+        .read_column_range_into(0, 0..2, &mut short)
+        .unwrap_err();
+    assert_eq!(err.kind(), miniblock::ErrorKind::InvalidArgument, "{err}");
+    let mut wrong = vec![0f64; 2];
+    let err = reader
+        .read_values_into::<Float64Type>(0, 0..2, &mut wrong)
+        .unwrap_err();
+    assert!(err.to_string().contains("Float32"), "{err}");
+}

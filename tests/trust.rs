@@ -242,3 +242,70 @@ fn range_reads_of_pages_without_chunk_checksums_verify_the_page() {
     reader.set_verify_checksums(false);
     assert!(reader.read_column_range(0, 0..10).is_ok());
 }
+
+/// A source whose bytes all its clones share, so a test can change the file under
+/// readers that are clones of one another (as a file on disk changes under both).
+#[derive(Clone)]
+struct SharedBytes {
+    bytes: Arc<std::sync::RwLock<Vec<u8>>>,
+    pos: u64,
+}
+
+impl std::io::Read for SharedBytes {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let bytes = self.bytes.read().unwrap();
+        let start = usize::try_from(self.pos).unwrap().min(bytes.len());
+        let n = out.len().min(bytes.len() - start);
+        out[..n].copy_from_slice(&bytes[start..start + n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for SharedBytes {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let len = self.bytes.read().unwrap().len() as u64;
+        let pos = match to {
+            std::io::SeekFrom::Start(p) => Some(p),
+            std::io::SeekFrom::End(d) => len.checked_add_signed(d),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or(std::io::ErrorKind::InvalidInput)?;
+        Ok(self.pos)
+    }
+}
+
+/// Clones share the decoders they build, but a verifying reader never uses one that an
+/// unverifying clone built from page buffers nobody checked: a damaged dictionary read
+/// by the clone is still refused by the verifying reader.
+#[test]
+fn a_verifying_reader_never_uses_what_an_unverifying_clone_built() {
+    let values: Vec<f64> = (0..20_000)
+        .map(|i| f64::from(i % 37) * 0.5 + 0.25)
+        .collect();
+    let column: ArrayRef = Arc::new(Float64Array::from(values.clone()));
+    let batch = RecordBatch::try_from_iter([("v", column.clone())]).unwrap();
+    let options = WriteOptions::default().with_strategy(Encoding::Dict);
+    let mut writer = FileWriter::try_new(Vec::new(), batch.schema().as_ref(), options).unwrap();
+    writer.write_batch(&batch).unwrap();
+    let bytes = writer.finish().unwrap();
+    let source = SharedBytes {
+        bytes: Arc::new(std::sync::RwLock::new(bytes)),
+        pos: 0,
+    };
+    let mut verifying = FileReader::open(source.clone()).unwrap();
+    let page = verifying.footer().columns[0].pages[0].clone();
+    assert!(
+        page.buffer_sizes.first().is_some_and(|&n| n > 16),
+        "a dictionary page keeps its values in a page buffer: {page:?}"
+    );
+    let mut trusting = verifying.clone();
+    trusting.set_verify_checksums(false);
+    // One of the dictionary's values changes on disk.
+    source.bytes.write().unwrap()[(page.offset + page.length + 9) as usize] ^= 0x10;
+    let _ = trusting.read_column_range(0, 0..20_000);
+    match verifying.read_column_range(0, 0..20_000) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}"),
+        Ok(got) => assert_eq!(got.to_data(), column.to_data(), "wrong values read as good"),
+    }
+}

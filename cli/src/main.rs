@@ -25,7 +25,7 @@ fn main() -> ExitCode {
 }
 
 /// `--help` and `--version` print as clap writes them; a wrong argument is one line on
-/// stderr, naming the argument, and exit status 2 (the README's convention).
+/// stderr, naming the argument, and exit status 2 (docs/cli.md's convention).
 fn argument_error(e: &clap::Error) -> ExitCode {
     match e.kind() {
         ErrorKind::DisplayHelp
@@ -40,12 +40,20 @@ fn argument_error(e: &clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty())
-                .unwrap_or("invalid arguments");
+            let mut lines = rendered.lines().map(str::trim).skip_while(|l| l.is_empty());
+            let first = lines.next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
+            // clap lists missing arguments on the lines after a first line ending in ':'.
+            let listed: Vec<&str> = if first.ends_with(':') {
+                lines.take_while(|l| !l.is_empty()).collect()
+            } else {
+                Vec::new()
+            };
+            let first = if listed.is_empty() {
+                first.to_owned()
+            } else {
+                format!("{first} {}", listed.join(", "))
+            };
             // clap's tip about `--` and similar lines follow the first; the usage is in --help.
             eprintln!("miniblock: error: {first} (see --help)");
             ExitCode::from(2)

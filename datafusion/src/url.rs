@@ -63,6 +63,12 @@ struct MiniblockUrlTables {
 impl UrlTableFactory for MiniblockUrlTables {
     async fn try_new(&self, url: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         if !names_column_files(url) {
+            // DataFusion's own factory says only "table not found" for an empty folder.
+            if is_empty_local_dir(url) {
+                return Err(datafusion::common::DataFusionError::Plan(format!(
+                    "{url} is an empty directory: no column files (.mb) or other tables in it"
+                )));
+            }
             return self.others.try_new(url).await;
         }
         let Some(session) = self.session.get_session().upgrade() else {
@@ -94,4 +100,10 @@ fn names_column_files(url: &str) -> bool {
                     .flatten()
                     .any(|e| e.file_name().to_string_lossy().ends_with(FILE_EXTENSION))
             })
+}
+
+/// Whether `url` is a local directory with nothing in it.
+fn is_empty_local_dir(url: &str) -> bool {
+    let path = std::path::Path::new(url.strip_prefix("file://").unwrap_or(url));
+    std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }

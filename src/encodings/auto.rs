@@ -293,7 +293,7 @@ fn fastest_within(estimates: &[(Encoding, Option<f64>)], min_gain: f64) -> usize
 /// over the values; a dictionary's indices under Zstd decode faster still. In chunks of
 /// 64 KiB and more Zstd amortizes its tables and the order of those pairs turns; the
 /// default chunks, and the scans that read them a few at a time, are what the order is
-/// for. It is the order of typical decoding times over the bundled grids (BENCHMARKS.md,
+/// for. It is the order of typical decoding times over the bundled grids (docs/history.md,
 /// "Where the scan floor's gap lies"), not a measure of the values at hand: on some
 /// series `bss+zstd` decodes faster than `delta+ans`, or `alp+ans` (many exceptions)
 /// slower, so a large `min_gain` can still pick a slower encoding than `min_gain = 0`.

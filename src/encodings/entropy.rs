@@ -2489,7 +2489,7 @@ mod tests {
         PageTables::parse(&tables.to_bytes()).unwrap();
     }
 
-    /// The README's page tables: two tables, counts in 5 bits, symbols listed.
+    /// The page tables of docs/format.md's example: two tables, counts in 5 bits, symbols listed.
     #[test]
     fn page_tables_worked_example() {
         let tables = PageTables::for_encoding(vec![

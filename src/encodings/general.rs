@@ -299,7 +299,7 @@ fn zstd_decompress_growing(src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<
 /// decoder of the reference implementation that is built for hostile input: it never
 /// reads past `src` or writes past `dst`, and reports a malformed block as an error. It
 /// decoded the benchmarked chunks 2.3-2.9x faster than lz4_flex's safe decoder
-/// (BENCHMARKS.md); the blocks themselves are still written by lz4_flex.
+/// (docs/history.md); the blocks themselves are still written by lz4_flex.
 fn lz4_decompress(src: &[u8], dst: &mut [u8]) -> Result<usize> {
     let (Ok(_), Ok(capacity)) = (i32::try_from(src.len()), i32::try_from(dst.len())) else {
         return Err(Error::unsupported(format!(

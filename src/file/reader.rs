@@ -5,8 +5,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::OnceLock;
 
-use arrow_array::ArrayRef;
-use arrow_buffer::{BooleanBufferBuilder, MutableBuffer};
+use arrow_array::{ArrayRef, ArrowPrimitiveType};
+use arrow_buffer::{BooleanBufferBuilder, MutableBuffer, NullBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use prost::Message;
 
@@ -54,7 +54,35 @@ struct FileMeta {
     /// Per column and page, its decompressor as built on first use (the message parsed,
     /// entropy tables checked, page buffers read and checked): a read never builds one
     /// twice.
-    decoders: Vec<Vec<OnceLock<Arc<dyn MiniBlockDecompressor>>>>,
+    decoders: Vec<Vec<DecoderCell>>,
+}
+
+/// A page's decompressor, kept apart by whether its page buffers' checksums were checked:
+/// clones share the cache, and a reader that verifies must never take a decompressor an
+/// unverifying clone built from bytes nobody checked.
+#[derive(Debug, Default, Clone)]
+struct DecoderCell {
+    verified: OnceLock<Arc<dyn MiniBlockDecompressor>>,
+    unverified: OnceLock<Arc<dyn MiniBlockDecompressor>>,
+}
+
+impl DecoderCell {
+    /// The decompressor a reader verifying or not may use, if one is built: a verified
+    /// one serves both.
+    fn get(&self, verify: bool) -> Option<&Arc<dyn MiniBlockDecompressor>> {
+        self.verified
+            .get()
+            .or_else(|| if verify { None } else { self.unverified.get() })
+    }
+
+    /// The cell a decompressor built with or without checks goes in.
+    fn slot(&self, verified: bool) -> &OnceLock<Arc<dyn MiniBlockDecompressor>> {
+        if verified {
+            &self.verified
+        } else {
+            &self.unverified
+        }
+    }
 }
 
 impl<R: Read + Seek> FileReader<R> {
@@ -115,7 +143,12 @@ impl<R: Read + Seek> FileReader<R> {
         let footer = pb::Footer::decode(footer_bytes.as_slice())
             .map_err(|e| Error::corrupt(format!("footer does not parse: {e}")))?;
         let (schema, page_starts) = validate_footer(&footer, footer_start)?;
-        let (layouts, decoders) = (page_cells(&footer), page_cells(&footer));
+        let layouts = page_cells(&footer);
+        let decoders = footer
+            .columns
+            .iter()
+            .map(|c| c.pages.iter().map(|_| DecoderCell::default()).collect())
+            .collect();
         Ok(Self {
             source,
             meta: Arc::new(FileMeta {
@@ -132,16 +165,10 @@ impl<R: Read + Seek> FileReader<R> {
     /// Whether reads check CRC32Cs (on by default): a whole page against its page checksum,
     /// a row range against the checksums of the chunks it fetches. Turning it off
     /// is an explicit opt-out for callers who verify bytes elsewhere.
+    ///
+    /// Clones share what they build, but a verifying reader never uses a decompressor
+    /// built from page buffers that were not checked, whichever clone built it.
     pub fn set_verify_checksums(&mut self, verify: bool) {
-        if verify && !self.verify_checksums {
-            // Decoders built without checking their page buffers are built again (by this
-            // reader: its clones keep theirs).
-            Arc::make_mut(&mut self.meta)
-                .decoders
-                .iter_mut()
-                .flatten()
-                .for_each(|d| *d = OnceLock::new());
-        }
         self.verify_checksums = verify;
     }
 
@@ -265,6 +292,90 @@ impl<R: Read + Seek> FileReader<R> {
         self.read_range(column, rows, read_into)
     }
 
+    /// Decodes rows `rows` of `column` into `values`, a caller's buffer of exactly
+    /// `rows.len()` times the column's value width bytes (the values' little-endian
+    /// bytes; under a null, what the page stores, zero), fetching only the pages and
+    /// chunks the rows overlap, with no other buffer of the values' size. Returns the
+    /// rows' validity when some of them are null.
+    ///
+    /// For a column of an Arrow primitive type, [`read_values_into`](Self::read_values_into)
+    /// takes a typed slice.
+    pub fn read_column_range_into(
+        &mut self,
+        column: usize,
+        rows: Range<u64>,
+        values: &mut [u8],
+    ) -> Result<Option<NullBuffer>> {
+        let (field, plans) = self.plan(column, rows.clone())?;
+        let data_type = field.data_type().clone();
+        let width = value_width(&data_type)?;
+        let len = usize::try_from(rows.end - rows.start)
+            .map_err(|_| Error::invalid("row range does not fit in memory"))?;
+        let expected = checked_len(len, width)?;
+        if values.len() != expected {
+            return Err(Error::invalid(format!(
+                "the buffer holds {} bytes; rows {rows:?} of column {:?} ({data_type}) need {expected}",
+                values.len(),
+                field.name()
+            )));
+        }
+        let mut validity = field.is_nullable().then(|| BooleanBufferBuilder::new(len));
+        self.read_pages(
+            column,
+            &field,
+            plans,
+            read_into,
+            &mut Sink::Slice(values),
+            validity.as_mut(),
+        )?;
+        Ok(validity
+            .map(|mut v| NullBuffer::new(v.finish()))
+            .filter(|n| n.null_count() > 0))
+    }
+
+    /// [`read_column_range_into`](Self::read_column_range_into) for a column of the
+    /// Arrow primitive type `T` (`Float64Type` for `f64` values, `Int32Type`, ...): an
+    /// error for a column of any other type.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use miniblock::arrow::array::{ArrayRef, Float64Array, RecordBatch};
+    /// # use miniblock::arrow::array::types::Float64Type;
+    /// # use miniblock::file::{FileReader, FileWriter, WriteOptions};
+    /// # let column: ArrayRef = Arc::new(Float64Array::from_iter_values((0..1000).map(f64::from)));
+    /// # let batch = RecordBatch::try_from_iter([("x", column)]).unwrap();
+    /// # let mut writer = FileWriter::try_new(Vec::new(), batch.schema().as_ref(), WriteOptions::default())?;
+    /// # writer.write_batch(&batch)?;
+    /// let mut reader = FileReader::open(std::io::Cursor::new(writer.finish()?))?;
+    /// let mut values = vec![0f64; 100];
+    /// let nulls = reader.read_values_into::<Float64Type>(0, 200..300, &mut values)?;
+    /// assert!(nulls.is_none());
+    /// assert_eq!(values[0], 200.0);
+    /// # Ok::<(), miniblock::Error>(())
+    /// ```
+    pub fn read_values_into<T: ArrowPrimitiveType>(
+        &mut self,
+        column: usize,
+        rows: Range<u64>,
+        values: &mut [T::Native],
+    ) -> Result<Option<NullBuffer>> {
+        let field = self.meta.schema.fields().get(column).ok_or_else(|| {
+            Error::invalid(format!(
+                "column {column} of a file of {} columns",
+                self.meta.schema.fields().len()
+            ))
+        })?;
+        if field.data_type() != &T::DATA_TYPE {
+            return Err(Error::invalid(format!(
+                "column {:?} holds {}, not {}",
+                field.name(),
+                field.data_type(),
+                T::DATA_TYPE
+            )));
+        }
+        self.read_column_range_into(column, rows, crate::kernels::native_bytes_mut(values))
+    }
+
     /// [`read_column_range`](Self::read_column_range), taking each page's bytes from
     /// `page_bytes` (the `len` bytes at an offset of the source, which it may read into
     /// the buffer it is given).
@@ -297,13 +408,37 @@ impl<R: Read + Seek> FileReader<R> {
         let mut validity = field
             .is_nullable()
             .then(|| BooleanBufferBuilder::new(len.min(reserve)));
+        self.read_pages(
+            column,
+            &field,
+            plans,
+            page_bytes,
+            &mut Sink::Append(&mut values),
+            validity.as_mut(),
+        )?;
+        build_array(&data_type, values, len, validity)
+    }
+
+    /// Decodes the rows `plans` name of `column`, page after page, into `sink`.
+    fn read_pages(
+        &mut self,
+        column: usize,
+        field: &Field,
+        plans: Vec<PageRows>,
+        page_bytes: PageBytes<R>,
+        sink: &mut Sink,
+        mut validity: Option<&mut BooleanBufferBuilder>,
+    ) -> Result<()> {
+        let width = value_width(field.data_type())?;
         let mut buffer = Vec::new();
+        let mut at = 0;
         for (index, local) in plans {
-            let decompressor = self.page_decoder(column, index, &field)?;
+            let decompressor = self.page_decoder(column, index, field)?;
             let layout = self.meta.layouts[column][index]
                 .get()
-                .expect("every planned page's layout was parsed above");
+                .expect("every planned page's layout was parsed before");
             let page = &self.meta.footer.columns[column].pages[index];
+            let bytes = local.len() * width;
             read_page_rows(
                 &mut self.source,
                 page_bytes,
@@ -312,14 +447,15 @@ impl<R: Read + Seek> FileReader<R> {
                 layout,
                 self.verify_checksums,
                 local,
-                &data_type,
+                field.data_type(),
                 &mut buffer,
-                &mut values,
-                validity.as_mut(),
+                sink.part(at, bytes),
+                validity.as_deref_mut(),
             )
-            .map_err(|e| in_page(e, &field, index))?;
+            .map_err(|e| in_page(e, field, index))?;
+            at += bytes;
         }
-        build_array(&data_type, values, len, validity)
+        Ok(())
     }
 
     /// Builds the decompressor of every page rows `rows` of `column` overlap (their page
@@ -342,13 +478,16 @@ impl<R: Read + Seek> FileReader<R> {
         field: &Field,
     ) -> Result<Arc<dyn MiniBlockDecompressor>> {
         let cell = &self.meta.decoders[column][index];
-        if let Some(d) = cell.get() {
+        if let Some(d) = cell.get(self.verify_checksums) {
             return Ok(d.clone());
         }
         let page = &self.meta.footer.columns[column].pages[index];
         let built = page_decompressor(&mut self.source, page, self.verify_checksums)
             .map_err(|e| in_page(e, field, index))?;
-        Ok(cell.get_or_init(|| built).clone())
+        Ok(cell
+            .slot(self.verify_checksums)
+            .get_or_init(|| built)
+            .clone())
     }
 
     /// The byte ranges of the file that reading rows `rows` of `column` reads: the page
@@ -365,7 +504,11 @@ impl<R: Read + Seek> FileReader<R> {
                 .get()
                 .expect("every planned page's layout was parsed");
             let buffers: u64 = page.buffer_sizes.iter().sum();
-            if buffers > 0 && self.meta.decoders[column][index].get().is_none() {
+            if buffers > 0
+                && self.meta.decoders[column][index]
+                    .get(self.verify_checksums)
+                    .is_none()
+            {
                 let start = page.offset + page.length;
                 ranges.push(start..start + buffers);
             }
@@ -702,7 +845,7 @@ fn read_page_rows<R>(
     local: Range<usize>,
     data_type: &DataType,
     buffer: &mut Vec<u8>,
-    out: &mut MutableBuffer,
+    out: Out,
     validity: Option<&mut BooleanBufferBuilder>,
 ) -> Result<()> {
     let (bytes, whole_page) = page_read_range(page, layout, &local, verify_checksums);
@@ -720,7 +863,7 @@ fn read_page_rows<R>(
         }
         let decoder =
             PageDecoder::with_layout(decompressor, layout, buffer)?.with_data_type(data_type)?;
-        return decoder.decode_append(local, out, validity);
+        return out.decode(&decoder, local, validity);
     }
     let chunks = layout.chunks_for_rows(local.clone());
     if verify_checksums {
@@ -737,11 +880,48 @@ fn read_page_rows<R>(
     let (first_row, sub_layout) = layout.sub_layout(chunks);
     let decoder =
         PageDecoder::with_layout(decompressor, sub_layout, buffer)?.with_data_type(data_type)?;
-    decoder.decode_append(
+    out.decode(
+        &decoder,
         local.start - first_row..local.end - first_row,
-        out,
         validity,
     )
+}
+
+/// Where a read's values go: appended to a buffer that becomes an Arrow array, or into
+/// a caller's buffer of exactly their size.
+enum Sink<'a> {
+    Append(&'a mut MutableBuffer),
+    Slice(&'a mut [u8]),
+}
+
+impl Sink<'_> {
+    /// Where the `len` bytes of one page's rows go, `at` bytes into the read.
+    fn part(&mut self, at: usize, len: usize) -> Out<'_> {
+        match self {
+            Sink::Append(values) => Out::Append(values),
+            Sink::Slice(values) => Out::Slice(&mut values[at..at + len]),
+        }
+    }
+}
+
+/// Where one page's rows go: see [`Sink`].
+enum Out<'a> {
+    Append(&'a mut MutableBuffer),
+    Slice(&'a mut [u8]),
+}
+
+impl Out<'_> {
+    fn decode(
+        self,
+        decoder: &PageDecoder,
+        rows: Range<usize>,
+        validity: Option<&mut BooleanBufferBuilder>,
+    ) -> Result<()> {
+        match self {
+            Out::Append(values) => decoder.decode_append(rows, values, validity),
+            Out::Slice(values) => decoder.decode_into(rows, values, validity),
+        }
+    }
 }
 
 /// Where a read takes the bytes of a page from: `len` bytes at `offset` of the source,

@@ -5,7 +5,7 @@
 //! `n` bytes (stream `j` holds byte `j` of every value, in order); `unsplit` is its
 //! inverse. Widths 2, 4 and 8 have SIMD kernels, chosen once per process from the CPU's
 //! features: x86_64 SSSE3/SSE2 and AVX2, plus an AVX-512 VBMI split of 4-byte values (the
-//! one AVX-512 kernel that measured faster than AVX2, see BENCHMARKS.md); aarch64 NEON
+//! one AVX-512 kernel that measured faster than AVX2, see docs/benchmarks.md); aarch64 NEON
 //! (structure loads/stores, tested under qemu-user: `.ci/neon`). Every other width, and
 //! every CPU without them, uses the blocked portable kernels of `scalar`. The SIMD kernels
 //! cover a slice with overlapping first and last blocks (`blocks`), so their stores are
@@ -50,6 +50,18 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
 use arrow_buffer::MutableBuffer;
+
+/// The bytes of a slice of Arrow native values, to decode into a caller's typed buffer
+/// without a copy.
+pub(crate) fn native_bytes_mut<T: arrow_buffer::ArrowNativeType>(values: &mut [T]) -> &mut [u8] {
+    let len = std::mem::size_of_val(values);
+    // SAFETY: `ArrowNativeType` is sealed and implemented only for primitive integers,
+    // floats and plain structs of them without padding (`i256`, `f16`, the intervals):
+    // every byte of a value is initialized and every byte pattern is a valid value, so
+    // writing any bytes through the view is sound. The view covers exactly the slice's
+    // bytes and borrows it mutably for its whole life.
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
+}
 
 /// Runs `f`, compiled for BMI1 and BMI2 where the CPU has them (x86_64; elsewhere, and
 /// on CPUs without them, as it is). Bit readers that `f` inlines then shift and mask by a
@@ -242,7 +254,7 @@ mod x86_sets {
         &mut [std::mem::MaybeUninit<u8>]
     );
     /// AVX2, with AVX-512 VBMI for the split of 4-byte values: the one kernel where it
-    /// measured faster (BENCHMARKS.md); a VBMI unsplit measured slower than AVX2's.
+    /// measured faster (docs/benchmarks.md); a VBMI unsplit measured slower than AVX2's.
     pub(super) const AVX512VBMI: KernelSet = KernelSet {
         name: "avx512vbmi",
         split: [split2_avx2, split4_avx512vbmi, split8_avx2],

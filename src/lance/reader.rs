@@ -148,14 +148,17 @@ impl<R: Read + Seek> LanceReader<R> {
         // would need Lance's structural rules: those fields are listed, not read.
         let mut fields = Vec::new();
         let mut next_column = Some(0usize);
-        let ids: Vec<i32> = schema.fields.iter().map(|f| f.id).collect();
+        // The ids that some field names as its parent, gathered once: a schema of many
+        // fields must open in time linear in their count, not quadratic.
+        let parents: std::collections::HashSet<i32> = schema
+            .fields
+            .iter()
+            .filter(|g| g.parent_id != -1)
+            .map(|g| g.parent_id)
+            .collect();
         for f in &schema.fields {
             let is_child = f.parent_id != -1;
-            let has_children = schema
-                .fields
-                .iter()
-                .any(|g| g.parent_id == f.id && g.parent_id != -1)
-                && ids.contains(&f.id);
+            let has_children = parents.contains(&f.id);
             if is_child {
                 continue;
             }

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::progress::{Progress, Unit};
 use super::{input, output, parse_strategy, plot, sample_dir, CliError, Dtype};
 
-pub(super) const EXAMPLES: &str = "\\
+pub(super) const EXAMPLES: &str = "\
 Examples:
   miniblock compare                                  every encoding on the bundled sample
   miniblock compare data.parquet --column t --plot ratio.svg
@@ -22,6 +22,8 @@ Examples:
   miniblock compare data.f64 --check                 exit 1 when auto misses a size floor";
 
 /// Arguments of `compare`.
+// Each flag is a switch of its own on the command line, as clap takes them.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Data sets: .f32/.f64 raw floats, .npy, .arrow/.feather or .parquet (every float
@@ -30,6 +32,10 @@ pub struct Args {
     /// Read FILEs as raw little-endian floats of this type, whatever their extension.
     #[arg(long, value_enum)]
     dtype: Option<Dtype>,
+    /// Take raw inputs' bytes as values even when they start like another format
+    /// (netCDF, HDF5, Parquet, Arrow, .npy, gzip, ...), which is otherwise refused.
+    #[arg(long)]
+    raw: bool,
     /// Only these columns of IPC/Parquet files (repeatable).
     #[arg(long = "column", value_name = "NAME")]
     columns: Vec<String>,
@@ -79,6 +85,7 @@ impl Default for Args {
         Self {
             files: Vec::new(),
             dtype: None,
+            raw: false,
             columns: Vec::new(),
             encoding: Vec::new(),
             chunk_values: Vec::new(),
@@ -504,7 +511,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let mut all = Vec::new();
     let mut checks = Vec::new();
     for (path, label) in files.iter().zip(labels(&files)) {
-        let mut input = input::open(path, args.dtype, &args.columns)?;
+        let mut input = input::open(path, args.dtype, &args.columns, args.raw)?;
         let fields = input.schema.fields().clone();
         let widths = fields
             .iter()

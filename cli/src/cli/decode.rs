@@ -14,7 +14,7 @@ use miniblock::page::value_width;
 use super::progress::{Progress, Unit};
 use super::{output, quiet, CliError, OutputArgs};
 
-pub(super) const EXAMPLES: &str = "\\
+pub(super) const EXAMPLES: &str = "\
 Examples:
   miniblock decode data.mb out.parquet               every column, types, nulls, metadata kept
   miniblock decode data.mb -o t.f32 --column temperature
@@ -25,9 +25,10 @@ Examples:
 /// Output formats of `decode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// The values as little-endian bytes (nulls written as zero).
+    /// The values as little-endian bytes (nulls written as NaN for floats, NaT for
+    /// timestamps and durations, zero for other types).
     Raw,
-    /// A 1-D .npy array (nulls written as zero).
+    /// A 1-D .npy array (nulls written as NaN, NaT or zero, as for raw).
     Npy,
     /// An Arrow IPC file: the named columns or the whole table, types, nulls and metadata
     /// kept.
@@ -122,8 +123,24 @@ fn npy_descr(data_type: &DataType, width: usize) -> String {
     }
 }
 
-/// The values of a fixed-width array as little-endian bytes, values under nulls as zero.
-fn le_bytes(array: &dyn Array) -> Vec<u8> {
+/// What raw and `.npy` outputs write in place of a null, and its name for the summary:
+/// NaN for floats and NaT (`i64::MIN`) for timestamps, 64-bit dates and durations, as
+/// pandas' `to_numpy` gives them; zero for types with no such value.
+fn null_fill(data_type: &DataType, width: usize) -> (Vec<u8>, &'static str) {
+    match data_type {
+        // The quiet NaN of each width, as numpy writes `np.nan`.
+        DataType::Float16 => (0x7e00u16.to_le_bytes().to_vec(), "NaN"),
+        DataType::Float32 => (f32::NAN.to_le_bytes().to_vec(), "NaN"),
+        DataType::Float64 => (f64::NAN.to_le_bytes().to_vec(), "NaN"),
+        DataType::Timestamp(..) | DataType::Date64 | DataType::Duration(_) => {
+            (i64::MIN.to_le_bytes().to_vec(), "NaT")
+        }
+        _ => (vec![0; width], "zero"),
+    }
+}
+
+/// The values of a fixed-width array as little-endian bytes, `fill` under nulls.
+fn le_bytes(array: &dyn Array, fill: &[u8]) -> Vec<u8> {
     let data = array.to_data();
     let width = value_width(array.data_type()).unwrap_or(1);
     let start = data.offset() * width;
@@ -131,7 +148,7 @@ fn le_bytes(array: &dyn Array) -> Vec<u8> {
     if let Some(nulls) = array.nulls() {
         for (value, valid) in bytes.chunks_exact_mut(width).zip(nulls.iter()) {
             if !valid {
-                value.fill(0);
+                value.copy_from_slice(fill);
             }
         }
     }
@@ -275,6 +292,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let shown = args.input.display().to_string();
     let reader = Source::open(&args.input)?;
     let schema = reader.schema().clone();
+    // A Lance file of only string columns, or a footer listing no column, has nothing
+    // to decode: an error, not an index past the end.
+    if schema.fields().is_empty() {
+        return Err(CliError::new(format!(
+            "{shown} holds no column miniblock decodes (`miniblock inspect {shown}` lists what it holds)"
+        )));
+    }
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     let mut columns = Vec::new();
     for name in &args.columns {
@@ -326,7 +350,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let out_schema = batches.schema();
     let out_shown = output.display().to_string();
     let write_err = |e: &dyn std::fmt::Display| CliError::new(format!("writing {out_shown}: {e}"));
-    let mut nulls_as_zero = 0usize;
+    let mut nulls_filled = 0usize;
+    let mut fill_name = "zero";
     output::write_output(&output, &[&args.input], args.output.force, |sink| {
         let mut next = || -> Option<Result<RecordBatch, CliError>> {
             let batch = batches.next()?.map_err(|e| match e {
@@ -347,11 +372,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
                     sink.write_all(&output::npy_header(&descr, len))
                         .map_err(|e| output::write_error(&output, &e))?;
                 }
+                let (fill, name) = null_fill(out_schema.field(0).data_type(), widths[0]);
+                fill_name = name;
                 while let Some(batch) = next() {
                     let batch = batch?;
                     let array = batch.column(0);
-                    nulls_as_zero += array.null_count();
-                    sink.write_all(&le_bytes(array.as_ref()))
+                    nulls_filled += array.null_count();
+                    sink.write_all(&le_bytes(array.as_ref(), &fill))
                         .map_err(|e| output::write_error(&output, &e))?;
                 }
             }
@@ -396,9 +423,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "wrote {out_shown}: {what}, rows {}..{} ({len} rows, {format:?})",
         rows.start, rows.end
     );
-    if nulls_as_zero > 0 {
+    if nulls_filled > 0 {
         use std::fmt::Write as _;
-        let _ = write!(line, ", {nulls_as_zero} null(s) written as zero");
+        let _ = write!(line, ", {nulls_filled} null(s) written as {fill_name}");
     }
     // Values went to standard output: the summary must not mix with them.
     if output.as_os_str() == "-" {

@@ -10,7 +10,7 @@ use miniblock::lance::{LanceEncoding, LanceWriteOptions, LanceWriter};
 use super::progress::{Progress, Unit};
 use super::{input, output, parse_strategy, quiet, CliError, Dtype, EncoderArgs, OutputArgs};
 
-pub(super) const EXAMPLES: &str = "\\
+pub(super) const EXAMPLES: &str = "\
 Examples:
   miniblock encode data.parquet                      writes data.mb beside it (auto)
   miniblock encode data.parquet -o t.mb --column temperature --column pressure
@@ -44,7 +44,12 @@ pub struct Args {
     /// Read INPUT as raw little-endian floats of this type, whatever its extension.
     #[arg(long, value_enum)]
     dtype: Option<Dtype>,
-    /// Encode only these columns (repeatable); default: every float column.
+    /// Take a raw input's bytes as values even when it starts like another format
+    /// (netCDF, HDF5, Parquet, Arrow, .npy, gzip, ...), which is otherwise refused.
+    #[arg(long)]
+    raw: bool,
+    /// Encode only these columns (repeatable); default: every fixed-width column (floats,
+    /// integers, dates, times, timestamps, decimals, fixed-size binaries).
     #[arg(long = "column", value_name = "NAME")]
     columns: Vec<String>,
     /// Values per page (default: about 1 MiB of values).
@@ -70,7 +75,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         }
         columns.push(name.clone());
     }
-    let mut input = input::open(&args.input, args.dtype, &columns)?;
+    // Before the input is opened, so a refusal does not follow lines (`skipped: ...`)
+    // that read as if the encode had run.
+    output::check_output(&output, &[&args.input], args.output.force)?;
+    let started = std::time::Instant::now();
+    let mut input = input::open(&args.input, args.dtype, &columns, args.raw)?;
     // Checked before anything is written, so no file is left behind for it.
     let mut names = std::collections::HashSet::new();
     if let Some(twice) = input
@@ -171,16 +180,17 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let written = std::fs::metadata(&output).map_or(0, |m| m.len());
     let raw = rows.saturating_mul(row_bytes);
+    let seconds = started.elapsed().as_secs_f64();
     if lance {
         return say!(
-            "wrote {shown}: a Lance 2.1 file, {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}",
+            "wrote {shown}: a Lance 2.1 file, {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, in {seconds:.2} s",
             schema.fields().len(),
             raw as f64 / written.max(1) as f64,
             args.encoding
         );
     }
     say!(
-        "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}",
+        "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, pages: {}, in {seconds:.2} s",
         schema.fields().len(),
         raw as f64 / written.max(1) as f64,
         args.encoding,

@@ -43,7 +43,12 @@ impl Input {
 
 /// Opens `path`, choosing the reader by extension (`--dtype` makes any file raw); `-` is
 /// standard input, raw values of `--dtype`.
-pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Input, CliError> {
+pub fn open(
+    path: &Path,
+    dtype: Option<Dtype>,
+    wanted: &[String],
+    raw_anyway: bool,
+) -> Result<Input, CliError> {
     if path.as_os_str() == "-" {
         return stdin(dtype, wanted);
     }
@@ -66,6 +71,15 @@ pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Inpu
         _ => None,
     });
     let (schema, size, batches) = if let Some(dtype) = raw_dtype {
+        // A file of a known format read as raw values would encode its headers as floats.
+        if !raw_anyway {
+            if let Some((format, advice)) = other_format(path)? {
+                return Err(CliError::new(format!(
+                    "{shown} is {format}, not raw {} values: {advice} (--raw takes its bytes as values anyway)",
+                    dtype.name()
+                )));
+            }
+        }
         single_column_only(&name, wanted, &shown)?;
         raw(file, file_bytes, dtype, &name, &shown)?
     } else {
@@ -76,11 +90,15 @@ pub fn open(path: &Path, dtype: Option<Dtype>, wanted: &[String]) -> Result<Inpu
             }
             "arrow" | "arrows" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
             "parquet" | "pq" => parquet(file, wanted, &shown)?,
+            "csv" | "tsv" => csv(path, ext == "tsv", wanted, &shown)?,
             _ if is_lance(path)? => lance(file, wanted, &shown)?,
             _ => {
+                if let Some((format, advice)) = other_format(path)? {
+                    return Err(CliError::new(format!("{shown} is {format}: {advice}")));
+                }
                 return Err(CliError::new(format!(
-                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .arrows, .feather, .parquet or a Lance file (or --dtype for raw floats)"
-                )))
+                    "{shown}: unknown extension {ext:?}; expected .f32, .f64, .npy, .arrow, .arrows, .feather, .parquet, .csv, .tsv or a Lance file (or --dtype for raw floats)"
+                )));
             }
         }
     };
@@ -571,6 +589,9 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliErro
         .map_err(|e| CliError::new(format!("{shown}: not a readable Parquet file: {e}")))?;
     let indices = fixed_width_columns(builder.schema(), wanted, shown)?;
     let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
+    // The file's schema metadata (pandas' `pandas` key, for one) is on the builder's
+    // schema; the projected reader's schema may come without it.
+    let metadata = builder.schema().metadata().clone();
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices.clone());
     let reader = builder
         .with_projection(mask)
@@ -587,11 +608,13 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliErro
             .map(|i| sorted.iter().position(|s| s == i).unwrap_or(0))
             .collect()
     };
-    let schema = decoded_schema(
-        &schema
-            .project(&order)
-            .map_err(|e| CliError::new(e.to_string()))?,
-    );
+    let projected = schema
+        .project(&order)
+        .map_err(|e| CliError::new(e.to_string()))?;
+    let schema = decoded_schema(&Schema::new_with_metadata(
+        projected.fields().clone(),
+        metadata,
+    ));
     let shown = shown.to_owned();
     let batch_schema = schema.clone();
     let batches = reader.map(move |b| {
@@ -600,6 +623,39 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliErro
             .and_then(|b| decode_dictionaries(&b, &batch_schema))
     });
     Ok((schema, rows.map(Size::Rows), Box::new(batches)))
+}
+
+/// CSV (or, with `tab`, TSV) with a header line, typed by arrow-csv's inference over the
+/// whole file (integers, floats, booleans, dates and timestamps; a column inferred from
+/// its first rows alone could meet a value of another type later), then read again.
+fn csv(path: &Path, tab: bool, wanted: &[String], shown: &str) -> Result<Opened, CliError> {
+    let bad = |e: arrow_schema::ArrowError| {
+        CliError::new(format!("{shown}: not a readable CSV file: {e}"))
+    };
+    let open = || File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")));
+    let mut format = arrow_csv::reader::Format::default().with_header(true);
+    if tab {
+        format = format.with_delimiter(b'\t');
+    }
+    let (schema, _) = format
+        .clone()
+        .infer_schema(BufReader::new(open()?), None)
+        .map_err(bad)?;
+    let indices = fixed_width_columns(&schema, wanted, shown)?;
+    let reader = arrow_csv::ReaderBuilder::new(Arc::new(schema.clone()))
+        .with_format(format)
+        .with_batch_size(BATCH_VALUES)
+        .with_projection(indices.clone())
+        .build(BufReader::new(open()?))
+        .map_err(bad)?;
+    let projected = schema
+        .project(&indices)
+        .map_err(|e| CliError::new(e.to_string()))?;
+    let schema = decoded_schema(&projected);
+    let shown = shown.to_owned();
+    let batches =
+        reader.map(move |b| b.map_err(|e| CliError::new(format!("reading {shown}: {e}"))));
+    Ok((schema, None, Box::new(batches)))
 }
 
 /// Whether `path` is a Lance file: it ends with Lance's magic `LANC`.
@@ -677,6 +733,86 @@ pub struct Foreign {
     /// Per column, how its pages are stored (Lance files: each distinct page layout and
     /// how many pages use it); empty where the format is not looked into.
     pub layouts: Vec<(String, Vec<(String, usize)>)>,
+}
+
+/// Where an HDF5 file's signature may stand: at 0, or after a user block of 512 bytes
+/// times a power of two.
+const HDF5_SIGNATURE_OFFSETS: [u64; 6] = [0, 512, 1024, 2048, 4096, 8192];
+
+/// The format of a file that has a signature of its own (netCDF, HDF5, Parquet, Arrow,
+/// `.npy`, miniblock, Lance, gzip, Zstandard), with what to do with it instead of taking
+/// its bytes as raw values; `None` for a file with no known signature.
+pub fn other_format(path: &Path) -> Result<Option<(&'static str, String)>, CliError> {
+    let shown = path.display().to_string();
+    let cannot = |e: std::io::Error| CliError::new(format!("cannot read {shown}: {e}"));
+    let mut file =
+        File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
+    let mut head = Vec::with_capacity(8);
+    (&mut file).take(8).read_to_end(&mut head).map_err(cannot)?;
+    let hdf5_advice = format!(
+        "compress its datasets with miniblock's HDF5 filter (id 409) instead: \
+         `h5repack -f UD=409,0,1,0 {shown} OUT` or `nccopy -F \"*,409,0\" {shown} OUT`, \
+         with HDF5_PLUGIN_PATH set (docs/hdf5.md)"
+    );
+    if head.starts_with(b"CDF\x01") || head.starts_with(b"CDF\x02") || head.starts_with(b"CDF\x05")
+    {
+        return Ok(Some((
+            "a netCDF classic file",
+            format!(
+                "compress its variables with miniblock's HDF5 filter (id 409) instead: \
+                 `nccopy -k nc4 -F \"*,409,0\" {shown} OUT.nc`, with HDF5_PLUGIN_PATH set (docs/hdf5.md)"
+            ),
+        )));
+    }
+    for offset in HDF5_SIGNATURE_OFFSETS {
+        let mut signature = [0u8; 8];
+        let found = std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset)).is_ok()
+            && file.read_exact(&mut signature).is_ok()
+            && &signature == b"\x89HDF\r\n\x1a\n";
+        if found {
+            return Ok(Some(("an HDF5 (or netCDF-4) file", hdf5_advice)));
+        }
+    }
+    let named: [(&[u8], &'static str, &str); 6] = [
+        (
+            &miniblock::file::MAGIC,
+            "a miniblock file",
+            "`miniblock decode` reads it",
+        ),
+        (
+            b"PAR1",
+            "a Parquet file",
+            "leave out --dtype and name it .parquet: miniblock reads Parquet",
+        ),
+        (
+            b"ARROW1",
+            "an Arrow IPC file",
+            "leave out --dtype and name it .arrow: miniblock reads Arrow IPC",
+        ),
+        (
+            b"\x93NUMPY",
+            "a .npy file",
+            "leave out --dtype and name it .npy: miniblock reads its dtype and shape",
+        ),
+        (b"\x1f\x8b", "a gzip file", "decompress it first"),
+        (
+            b"\x28\xb5\x2f\xfd",
+            "a Zstandard file",
+            "decompress it first",
+        ),
+    ];
+    for (magic, format, advice) in named {
+        if head.starts_with(magic) {
+            return Ok(Some((format, advice.to_owned())));
+        }
+    }
+    if is_lance(path)? {
+        return Ok(Some((
+            "a Lance file",
+            "leave out --dtype: miniblock reads Lance files".to_owned(),
+        )));
+    }
+    Ok(None)
 }
 
 /// What `path` is when it is a Parquet, Arrow IPC, `.npy` or raw float file, told by its
@@ -784,7 +920,7 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
     }
     let raw = matches!(ext.as_str(), "f32" | "f64");
     if magic.starts_with(b"\x93NUMPY") || raw {
-        let input = open(path, None, &[])?;
+        let input = open(path, None, &[], false)?;
         let rows = match input.size {
             Some(Size::Rows(n)) => Some(n),
             _ => None,

@@ -18,7 +18,7 @@ use super::stats::ColumnStats;
 use super::CliError;
 use miniblock::file::PageStats;
 
-pub(super) const EXAMPLES: &str = "\\
+pub(super) const EXAMPLES: &str = "\
 Examples:
   miniblock inspect data.mb                  columns, pages, encodings, min/max, nulls, NaNs
   miniblock inspect data.mb --json | jq '.columns[] | {name, min, max, nans}'
@@ -51,6 +51,21 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let file_bytes = file.metadata().map_or(0, |m| m.len());
     if let Some(foreign) = super::input::foreign(&args.file)? {
         return describe_foreign(args, &foreign, file_bytes);
+    }
+    // A netCDF, HDF5 or compressed file is named, with what to do with it, rather than
+    // reported as a damaged miniblock file.
+    match super::input::other_format(&args.file)? {
+        Some((format, advice)) if format != "a miniblock file" => {
+            return if args.json {
+                say!(
+                    "{}",
+                    json!({"file": shown, "file_bytes": file_bytes, "format": format, "miniblock": false, "advice": advice})
+                )
+            } else {
+                say!("{shown}: {format}, not a miniblock file ({file_bytes} bytes): {advice}")
+            };
+        }
+        _ => {}
     }
     let mut reader = FileReader::open(BufReader::new(file))
         .map_err(|e| CliError::new(format!("{shown}: {e}")))?;
@@ -280,9 +295,13 @@ fn describe_foreign(
                 let _ = writeln!(layouts, "  column {name:?}: {n} page(s): {text}");
             }
         }
+        // "a Parquet file", "an Arrow IPC stream": formats named with their article.
+        let named = match foreign.format {
+            f if f.starts_with("Arrow") => format!("an {f}"),
+            f => format!("a {f} file"),
+        };
         say!(
-            "{shown}: a {} file, not a miniblock file: {file_bytes} bytes, {rows}{} column(s): {}\n{layouts}`miniblock encode {shown}` writes its fixed-width columns to {}",
-            foreign.format,
+            "{shown}: {named}, not a miniblock file: {file_bytes} bytes, {rows}{} column(s): {}\n{layouts}`miniblock encode {shown}` writes its fixed-width columns to {}",
             foreign.schema.fields().len(),
             super::input::describe_fields(&foreign.schema),
             encoded_name.display()

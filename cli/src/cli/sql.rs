@@ -1,14 +1,8 @@
 //! `miniblock sql QUERY`: a SQL query through DataFusion, with files named in `FROM` by
-//! their path.
+//! their path. The engine is behind the `sql` feature (DataFusion is most of a cold
+//! build); without it the subcommand still parses and says how to get it.
 
-use std::io::Write;
-use std::path::Path;
-
-use arrow_array::RecordBatch;
-use datafusion::prelude::{SessionConfig, SessionContext};
-use futures::StreamExt;
-
-use super::output::write_error;
+#[cfg(not(feature = "sql"))]
 use super::CliError;
 
 pub(super) const EXAMPLES: &str = "\
@@ -24,6 +18,7 @@ or a directory holding them reads as one table
 DataFusion itself (Parquet, CSV, JSON, Arrow).";
 
 /// How `sql` prints its result.
+#[cfg_attr(not(feature = "sql"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// An aligned table.
@@ -35,6 +30,7 @@ pub enum Format {
 }
 
 /// Arguments of `sql`.
+#[cfg_attr(not(feature = "sql"), allow(dead_code))]
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The query; name files as quoted paths: `FROM 'weather.mb'`, `FROM 'dir/*.mb'`.
@@ -44,73 +40,106 @@ pub struct Args {
     format: Format,
 }
 
-/// Runs `sql`: the result on standard output as it comes (a table once complete).
-pub fn run(args: &Args) -> Result<(), CliError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(format!("starting the query engine: {e}")))?;
-    runtime.block_on(query(args))
+/// What `miniblock sql` says in a build without the `sql` feature.
+#[cfg(not(feature = "sql"))]
+const NOT_BUILT: &str = "this miniblock was built without SQL: \
+rebuild it with `cargo install --path cli --features sql` \
+(or run `cargo run --release --features sql -- sql QUERY`)";
+
+/// Runs `sql` in a build without the engine: one line saying how to get it.
+#[cfg(not(feature = "sql"))]
+pub fn run(_args: &Args) -> Result<(), CliError> {
+    Err(CliError::new(NOT_BUILT))
 }
 
-async fn query(args: &Args) -> Result<(), CliError> {
-    // Column names keep their case unquoted (`SELECT Temp`), as files name them.
-    let config =
-        SessionConfig::new().set_bool("datafusion.sql_parser.enable_ident_normalization", false);
-    let ctx = miniblock_datafusion::enable_url_table(SessionContext::new_with_config(config));
-    let frame = ctx.sql(&args.query).await.map_err(|e| engine_error(&e))?;
-    let mut batches = frame.execute_stream().await.map_err(|e| engine_error(&e))?;
-    let stdout = Path::new("standard output");
-    let out = std::io::stdout().lock();
-    match args.format {
-        Format::Table => {
-            let mut all: Vec<RecordBatch> = Vec::new();
-            while let Some(batch) = batches.next().await {
-                all.push(batch.map_err(|e| engine_error(&e))?);
+#[cfg(feature = "sql")]
+pub use engine::run;
+
+#[cfg(feature = "sql")]
+mod engine {
+    use std::io::Write;
+    use std::path::Path;
+
+    use arrow_array::RecordBatch;
+    use datafusion::prelude::{SessionConfig, SessionContext};
+    use futures::StreamExt;
+
+    use super::super::output::write_error;
+    use super::super::CliError;
+    use super::{Args, Format};
+
+    /// Runs `sql`: the result on standard output as it comes (a table once complete).
+    pub fn run(args: &Args) -> Result<(), CliError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| CliError::new(format!("starting the query engine: {e}")))?;
+        runtime.block_on(query(args))
+    }
+
+    async fn query(args: &Args) -> Result<(), CliError> {
+        // Column names keep their case unquoted (`SELECT Temp`), as files name them.
+        let config = SessionConfig::new()
+            .set_bool("datafusion.sql_parser.enable_ident_normalization", false);
+        let ctx = miniblock_datafusion::enable_url_table(SessionContext::new_with_config(config));
+        let frame = ctx.sql(&args.query).await.map_err(|e| engine_error(&e))?;
+        let mut batches = frame.execute_stream().await.map_err(|e| engine_error(&e))?;
+        let stdout = Path::new("standard output");
+        let out = std::io::stdout().lock();
+        match args.format {
+            Format::Table => {
+                let mut all: Vec<RecordBatch> = Vec::new();
+                while let Some(batch) = batches.next().await {
+                    all.push(batch.map_err(|e| engine_error(&e))?);
+                }
+                let table = arrow_cast::pretty::pretty_format_batches(&all)
+                    .map_err(|e| CliError::new(e.to_string()))?;
+                let mut out = out;
+                writeln!(out, "{table}").map_err(|e| write_error(stdout, &e))?;
+                out.flush().map_err(|e| write_error(stdout, &e))
             }
-            let table = arrow_cast::pretty::pretty_format_batches(&all)
-                .map_err(|e| CliError::new(e.to_string()))?;
-            let mut out = out;
-            writeln!(out, "{table}").map_err(|e| write_error(stdout, &e))?;
-            out.flush().map_err(|e| write_error(stdout, &e))
-        }
-        Format::Csv => {
-            let mut writer = arrow_csv::Writer::new(out);
-            while let Some(batch) = batches.next().await {
+            Format::Csv => {
+                let mut writer = arrow_csv::Writer::new(out);
+                while let Some(batch) = batches.next().await {
+                    writer
+                        .write(&batch.map_err(|e| engine_error(&e))?)
+                        .map_err(|e| arrow_write_error(stdout, e))?;
+                }
                 writer
-                    .write(&batch.map_err(|e| engine_error(&e))?)
-                    .map_err(|e| arrow_write_error(stdout, e))?;
+                    .into_inner()
+                    .flush()
+                    .map_err(|e| write_error(stdout, &e))
             }
-            writer
-                .into_inner()
-                .flush()
-                .map_err(|e| write_error(stdout, &e))
-        }
-        Format::Json => {
-            let mut writer = arrow_json::LineDelimitedWriter::new(out);
-            while let Some(batch) = batches.next().await {
+            Format::Json => {
+                // Every column in every row, `null` included, as DuckDB and DataFusion's
+                // own writer print it: readers that go by position keep their columns.
+                let mut writer = arrow_json::WriterBuilder::new()
+                    .with_explicit_nulls(true)
+                    .build::<_, arrow_json::writer::LineDelimited>(out);
+                while let Some(batch) = batches.next().await {
+                    writer
+                        .write(&batch.map_err(|e| engine_error(&e))?)
+                        .map_err(|e| arrow_write_error(stdout, e))?;
+                }
+                writer.finish().map_err(|e| arrow_write_error(stdout, e))?;
                 writer
-                    .write(&batch.map_err(|e| engine_error(&e))?)
-                    .map_err(|e| arrow_write_error(stdout, e))?;
+                    .into_inner()
+                    .flush()
+                    .map_err(|e| write_error(stdout, &e))
             }
-            writer.finish().map_err(|e| arrow_write_error(stdout, e))?;
-            writer
-                .into_inner()
-                .flush()
-                .map_err(|e| write_error(stdout, &e))
         }
     }
-}
 
-/// A query error on one line.
-fn engine_error(e: &datafusion::error::DataFusionError) -> CliError {
-    let text = e.to_string();
-    CliError::new(text.split_whitespace().collect::<Vec<_>>().join(" "))
-}
+    /// A query error on one line.
+    fn engine_error(e: &datafusion::error::DataFusionError) -> CliError {
+        let text = e.to_string();
+        CliError::new(text.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
 
-fn arrow_write_error(path: &Path, e: arrow_schema::ArrowError) -> CliError {
-    match e {
-        arrow_schema::ArrowError::IoError(_, io) => write_error(path, &io),
-        other => CliError::new(format!("writing {}: {other}", path.display())),
+    fn arrow_write_error(path: &Path, e: arrow_schema::ArrowError) -> CliError {
+        match e {
+            arrow_schema::ArrowError::IoError(_, io) => write_error(path, &io),
+            other => CliError::new(format!("writing {}: {other}", path.display())),
+        }
     }
 }

@@ -8,7 +8,7 @@ use miniblock::file::FileReader;
 
 use super::{quiet, CliError};
 
-pub(super) const EXAMPLES: &str = "\\
+pub(super) const EXAMPLES: &str = "\
 Examples:
   miniblock verify data.mb                  one line per good file; the first damage is the error
   miniblock verify -q archive/*.mb && echo intact";
