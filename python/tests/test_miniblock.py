@@ -357,6 +357,14 @@ def test_zarr_v3_codec(tmp_path):
     # Every chunk is a frame of its own.
     chunk = (tmp_path / "grid.zarr" / "c" / "7" / "0" / "0").read_bytes()
     assert miniblock.info(chunk)["shape"] == (1, 90, 180)
+    # Chunks above the inline-decoding size (128 KiB) decode on a worker thread, smaller
+    # ones on zarr's event loop: both give the same bits.
+    big = np.concatenate([a.ravel()] * 3)
+    zb = zarr.create_array(str(tmp_path / "big.zarr"), shape=big.shape, chunks=(65536,), dtype=big.dtype,
+                           serializer=Miniblock(), compressors=None)
+    zb[:] = big
+    assert 65536 * big.itemsize > 128 * 1024
+    assert same_bits(zarr.open_array(str(tmp_path / "big.zarr"), mode="r")[:], big)
     # Edge chunks: zarr pads them to the full chunk shape.
     e = zarr.create_array(str(tmp_path / "edge.zarr"), shape=(7, 95), chunks=(4, 50), dtype="<i4",
                           serializer=Miniblock())
