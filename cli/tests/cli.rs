@@ -1292,15 +1292,20 @@ fn write_parquet(path: &Path, batch: &RecordBatch) {
     writer.close().unwrap();
 }
 
-/// `--progress always` lines on stderr: `what: P% (DONE of TOTAL)`.
+/// `--progress always` lines on stderr: `what: P% (DONE of TOTAL), T s elapsed`, with
+/// `, about L s left` on every line before the last.
 fn progress_lines<'a>(stderr: &'a str, what: &str) -> Vec<(u64, &'a str, &'a str)> {
     stderr
         .lines()
         .filter_map(|l| l.strip_prefix(what)?.strip_prefix(": "))
         .map(|rest| {
             let (percent, counts) = rest.split_once("% (").unwrap();
-            let (done, total) = counts.trim_end_matches(')').split_once(" of ").unwrap();
-            (percent.parse().unwrap(), done, total)
+            let (counts, times) = counts.split_once(')').unwrap();
+            let (done, total) = counts.split_once(" of ").unwrap();
+            let percent: u64 = percent.parse().unwrap();
+            assert!(times.contains(" s elapsed"), "{rest}");
+            assert_eq!(times.contains(" s left"), percent < 100, "{rest}");
+            (percent, done, total)
         })
         .collect()
 }
@@ -1356,6 +1361,20 @@ fn progress_counts_one_unit_against_its_total_and_ends_at_it() {
     assert_eq!(
         total("decoding", &["decode", s(&mb), "-o", s(&back)]),
         "2.29 MiB"
+    );
+    // verify: the pages' stored bytes against their total
+    let stored: u64 = {
+        let reader = miniblock::file::FileReader::open(fs::File::open(&mb).unwrap()).unwrap();
+        reader.footer().columns[0]
+            .pages
+            .iter()
+            .map(|p| p.length)
+            .sum()
+    };
+    let verified = total("verifying", &["verify", s(&mb)]);
+    assert!(
+        verified.ends_with("MiB") || verified.ends_with("KiB"),
+        "{verified} of {stored} bytes"
     );
     // compare: measurements against the measurements planned
     let compare = [
@@ -2291,4 +2310,41 @@ fn a_lance_file_of_strings_only_is_an_error_not_a_panic() {
     assert!(!out.exists());
     let said = ok(&["inspect", "../tests/lance/strings_2.2.lance"]);
     assert!(said.contains("s (Utf8"), "{said}");
+}
+
+/// Lance files carry no checksums: every command that reads one says so once, and
+/// `verify` checks what can be checked (structure, every page decoded, row counts) and
+/// says that the values cannot be.
+#[test]
+fn lance_inputs_are_said_to_be_unverifiable() {
+    let dir = temp();
+    let said = ok(&["verify", "../tests/lance/default_2.2.lance"]);
+    assert!(
+        said.contains("structure ok") && said.contains("values not verifiable"),
+        "{said}"
+    );
+    let said = ok(&["verify", "../tests/lance/mixed_2.2.lance"]);
+    assert!(said.contains("does not decode (label)"), "{said}");
+    let out = miniblock(&[
+        "decode",
+        "../tests/lance/default_2.2.lance",
+        s(&dir.path().join("d.arrow")),
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("carry no checksums").count(), 1, "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&[
+        "inspect",
+        "--json",
+        "../tests/lance/default_2.2.lance",
+    ]))
+    .unwrap();
+    assert_eq!(json["values_verifiable"], false);
+    // Damaged structure is found: the first page's data cut out of the file, so every
+    // offset after it points past the end.
+    let bytes = fs::read("../tests/lance/pages_2.2.lance").unwrap();
+    let damaged = dir.path().join("damaged.lance");
+    fs::write(&damaged, [&bytes[..64], &bytes[4096..]].concat()).unwrap();
+    let err = fails(&["verify", s(&damaged)]);
+    assert!(err.contains("damaged.lance"), "{err}");
 }

@@ -600,6 +600,15 @@ impl<R: Read + Seek> FileReader<R> {
     /// Returns what it checked; the first damage found is the error, naming its column,
     /// page and chunk.
     pub fn verify(&mut self) -> Result<VerifySummary> {
+        self.verify_with(|_| {})
+    }
+
+    /// [`verify`](Self::verify), telling `progress` what has been checked after each
+    /// page (for a progress bar over the pages' bytes, `summary.bytes`).
+    pub fn verify_with(
+        &mut self,
+        mut progress: impl FnMut(&VerifySummary),
+    ) -> Result<VerifySummary> {
         let mut summary = VerifySummary::default();
         let mut buffer = Vec::new();
         for column in 0..self.meta.footer.columns.len() {
@@ -682,6 +691,7 @@ impl<R: Read + Seek> FileReader<R> {
                 checked.map_err(|e| in_page(e, &field, index))?;
                 summary.pages += 1;
                 summary.bytes += page.length;
+                progress(&summary);
             }
             summary.columns += 1;
         }

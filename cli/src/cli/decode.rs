@@ -213,6 +213,7 @@ impl Source {
             File::open(path).map_err(|e| CliError::new(format!("cannot open {shown}: {e}")))?;
         let fail = |e: miniblock::Error| CliError::new(format!("{shown}: {e}"));
         if super::input::is_lance(path)? {
+            super::input::note_lance_unverified(&shown);
             let reader = miniblock::lance::LanceReader::open(BufReader::new(file)).map_err(fail)?;
             let schema = reader.schema();
             return Ok(Source::Lance { reader, schema });

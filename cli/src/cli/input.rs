@@ -91,7 +91,10 @@ pub fn open(
             "arrow" | "arrows" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
             "parquet" | "pq" => parquet(file, wanted, &shown)?,
             "csv" | "tsv" => csv(path, ext == "tsv", wanted, &shown)?,
-            _ if is_lance(path)? => lance(file, wanted, &shown)?,
+            _ if is_lance(path)? => {
+                note_lance_unverified(&shown);
+                lance(file, wanted, &shown)?
+            }
             _ => {
                 if let Some((format, advice)) = other_format(path)? {
                     return Err(CliError::new(format!("{shown} is {format}: {advice}")));
@@ -656,6 +659,36 @@ fn csv(path: &Path, tab: bool, wanted: &[String], shown: &str) -> Result<Opened,
     let batches =
         reader.map(move |b| b.map_err(|e| CliError::new(format!("reading {shown}: {e}"))));
     Ok((schema, None, Box::new(batches)))
+}
+
+/// What every command says once of a Lance input: its values cannot be checked.
+pub const LANCE_UNVERIFIED: &str =
+    "Lance files carry no checksums: damaged values cannot be detected, only damaged structure";
+
+/// The Lance files a command read, for the note it ends with.
+static LANCE_READ: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that `shown` is a Lance file, for [`say_lance_notes`].
+pub fn note_lance_unverified(shown: &str) {
+    let mut read = LANCE_READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !read.iter().any(|r| r == shown) {
+        read.push(shown.to_owned());
+    }
+}
+
+/// Says [`LANCE_UNVERIFIED`] on stderr, once for each Lance file the command read (unless
+/// `-q`): after its work, so that an error stays the one line it is.
+pub fn say_lance_notes() {
+    let read = LANCE_READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !super::quiet() {
+        for shown in read.iter() {
+            eprintln!("note: {shown} is a Lance file: {LANCE_UNVERIFIED}");
+        }
+    }
 }
 
 /// Whether `path` is a Lance file: it ends with Lance's magic `LANC`.

@@ -280,6 +280,7 @@ fn describe_foreign(
                 "file": shown,
                 "file_bytes": file_bytes,
                 "format": foreign.format,
+                "values_verifiable": !foreign.format.starts_with("Lance"),
                 "num_rows": foreign.rows,
                 "columns": columns,
                 "page_layouts": foreign.layouts.iter().map(|(name, counts)| json!({
@@ -296,6 +297,9 @@ fn describe_foreign(
             }
         }
         // "a Parquet file", "an Arrow IPC stream": formats named with their article.
+        if foreign.format.starts_with("Lance") {
+            super::input::note_lance_unverified(&shown);
+        }
         let named = match foreign.format {
             f if f.starts_with("Arrow") => format!("an {f}"),
             f => format!("a {f} file"),

@@ -299,7 +299,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             .build_global()
             .map_err(|e| CliError::new(format!("--threads {threads}: {e}")))?;
     }
-    match cli.command {
+    let result = match cli.command {
         None => compare::run(&compare::Args::default()),
         Some(Command::Compare(args)) => compare::run(&args),
         Some(Command::Encode(args)) => encode::run(&args),
@@ -314,7 +314,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
                 .map_err(|e| output::write_error(std::path::Path::new("standard output"), &e))
         }
+    };
+    if result.is_ok() {
+        input::say_lance_notes();
     }
+    result
 }
 
 /// Where the bundled sample lives: `data/` beside the executable (or one or two folders

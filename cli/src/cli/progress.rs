@@ -88,6 +88,8 @@ pub struct Progress {
     unit: Unit,
     done: AtomicU64,
     shown: Shown,
+    /// When the work began: lines say the time elapsed and the time left at that rate.
+    started: std::time::Instant,
 }
 
 impl Progress {
@@ -118,15 +120,18 @@ impl Progress {
             unit,
             done: AtomicU64::new(0),
             shown,
+            started: std::time::Instant::now(),
         }
     }
 
     fn bar(what: &str, total: u64, unit: Unit) -> ProgressBar {
         let template = match unit {
             Unit::Bytes => {
-                "{msg} [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})".to_owned()
+                "{msg} [{wide_bar}] {bytes}/{total_bytes} {bytes_per_sec} ({elapsed} elapsed, {eta} left)".to_owned()
             }
-            Unit::Items(name) => format!("{{msg}} [{{bar:40}}] {{pos}}/{{len}} {name} ({{eta}})"),
+            Unit::Items(name) => format!(
+                "{{msg}} [{{wide_bar}}] {{pos}}/{{len}} {name} ({{elapsed}} elapsed, {{eta}} left)"
+            ),
         };
         let bar = ProgressBar::new(total);
         bar.set_style(
@@ -185,9 +190,17 @@ impl Progress {
 
     fn line(&self, done: u64) {
         let percent = done.saturating_mul(100) / self.total.max(1);
+        let elapsed = self.started.elapsed().as_secs_f64();
+        // The time left at the rate so far; none before any work is done, or at the end.
+        let left = if done == 0 || done >= self.total {
+            String::new()
+        } else {
+            let rest = (self.total - done) as f64 * elapsed / done as f64;
+            format!(", about {rest:.1} s left")
+        };
         let _ = writeln!(
             std::io::stderr().lock(),
-            "{}: {percent}% ({} of {})",
+            "{}: {percent}% ({} of {}), {elapsed:.1} s elapsed{left}",
             self.what,
             self.amount(done),
             self.amount(self.total)
