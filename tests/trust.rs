@@ -309,3 +309,31 @@ fn a_verifying_reader_never_uses_what_an_unverifying_clone_built() {
         Ok(got) => assert_eq!(got.to_data(), column.to_data(), "wrong values read as good"),
     }
 }
+
+/// A footer whose decimal scale exceeds its precision (Arrow cannot build such arrays,
+/// and readers of the type panicked on it) is corrupt, whatever its checksum says.
+#[test]
+fn decimal_types_are_checked_in_the_footer() {
+    use arrow_array::Decimal128Array;
+    let column: ArrayRef = Arc::new(
+        Decimal128Array::from(vec![1i128, 22, 333])
+            .with_precision_and_scale(10, 2)
+            .unwrap(),
+    );
+    let batch = RecordBatch::try_from_iter([("d", column)]).unwrap();
+    let mut writer =
+        FileWriter::try_new(Vec::new(), batch.schema().as_ref(), WriteOptions::default()).unwrap();
+    writer.write_batch(&batch).unwrap();
+    let bytes = writer.finish().unwrap();
+    assert!(FileReader::open(Cursor::new(&bytes)).is_ok());
+    for (precision, scale) in [(1, 4), (10, -39), (0, 0), (39, 2)] {
+        let lying = with_footer(&bytes, |footer| {
+            footer.columns[0].precision = precision;
+            footer.columns[0].scale = scale;
+        });
+        match FileReader::open(Cursor::new(&lying)) {
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "({precision}, {scale}): {e}"),
+            Ok(_) => panic!("Decimal128({precision}, {scale}) was accepted"),
+        }
+    }
+}

@@ -2348,3 +2348,39 @@ fn lance_inputs_are_said_to_be_unverifiable() {
     let err = fails(&["verify", s(&damaged)]);
     assert!(err.contains("damaged.lance"), "{err}");
 }
+
+/// Values the query engine cannot handle never crash `miniblock sql`: decimals whose
+/// scale engines cannot rescale are refused when written, and a panic inside DataFusion
+/// (Date64 at i64's extremes, in its statistics display) is one line and status 1.
+#[test]
+fn sql_never_crashes_on_what_the_writer_accepts() {
+    use arrow_array::{Date64Array, Decimal128Array};
+    let dir = temp();
+    let decimals: ArrayRef = Arc::new(
+        Decimal128Array::from(vec![1i128, 2, 3])
+            .with_precision_and_scale(38, -50)
+            .unwrap(),
+    );
+    let ipc = dir.path().join("dec.arrow");
+    write_feather(
+        &ipc,
+        &RecordBatch::try_from_iter([("c", decimals)]).unwrap(),
+    );
+    let err = fails(&["encode", s(&ipc), s(&dir.path().join("dec.mb"))]);
+    assert!(err.contains("scale"), "{err}");
+    let dates: ArrayRef = Arc::new(Date64Array::from(vec![i64::MIN, 0, i64::MAX]));
+    let ipc = dir.path().join("dates.arrow");
+    write_feather(&ipc, &RecordBatch::try_from_iter([("c", dates)]).unwrap());
+    let mb = dir.path().join("dates.mb");
+    ok(&["encode", s(&ipc), s(&mb), "-q"]);
+    for query in [
+        "SELECT min(c) FROM '{}'",
+        "SELECT max(c), count(*) FROM '{}'",
+    ] {
+        let out = miniblock(&["sql", &query.replace("{}", s(&mb))]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{query}: {out:?}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(stderr.trim_end().lines().count() <= 1, "{stderr}");
+    }
+}

@@ -61,6 +61,18 @@ pub(crate) fn set_column_type(column: &mut pb::Column, data_type: &DataType) -> 
         | DataType::Decimal64(p, s)
         | DataType::Decimal128(p, s)
         | DataType::Decimal256(p, s) => {
+            let max = match data_type {
+                DataType::Decimal32(..) => 9,
+                DataType::Decimal64(..) => 18,
+                DataType::Decimal128(..) => 38,
+                _ => 76,
+            };
+            if !(1..=max).contains(p) || !decimal_scale_fits(*p, *s, max) {
+                return Err(Error::invalid(format!(
+                    "column {:?}: {data_type} has a scale outside -{max}..={p}; such decimals are refused, as query engines cannot compute with them",
+                    column.name
+                )));
+            }
             column.precision = u32::from(*p);
             column.scale = i32::from(*s);
             match data_type {
@@ -108,7 +120,14 @@ pub(crate) fn column_type(c: usize, column: &pb::Column) -> Result<DataType> {
             .filter(|p| (1..=max).contains(p))
             .ok_or_else(|| corrupt(format!("decimal precision {}", column.precision)))?;
         let scale = i8::try_from(column.scale)
-            .map_err(|_| corrupt(format!("decimal scale {}", column.scale)))?;
+            .ok()
+            .filter(|&s| decimal_scale_fits(precision, s, max))
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "decimal scale {} for precision {precision}",
+                    column.scale
+                ))
+            })?;
         Ok((precision, scale))
     };
     let value_type = V::try_from(column.value_type).map_err(|_| {
@@ -173,4 +192,12 @@ pub(crate) fn column_type(c: usize, column: &pb::Column) -> Result<DataType> {
     };
     value_width(&data_type).map_err(|e| corrupt(e.to_string()))?;
     Ok(data_type)
+}
+
+/// Whether a decimal of `precision` digits (at most `max`) may have `scale`: at most its
+/// precision (Arrow's rule: a scale above it cannot be read back), and at least `-max`
+/// (beyond that, powers of ten overflow the type in engines that rescale, as DataFusion's
+/// `avg` does).
+fn decimal_scale_fits(precision: u8, scale: i8, max: u8) -> bool {
+    i16::from(scale) <= i16::from(precision) && i16::from(scale) >= -i16::from(max)
 }

@@ -74,7 +74,26 @@ mod engine {
             .enable_all()
             .build()
             .map_err(|e| CliError::new(format!("starting the query engine: {e}")))?;
-        runtime.block_on(query(args))
+        // The engine can panic on values it accepts (an `unwrap` in a statistics display,
+        // a division inside an aggregate): the command reports it as one line and exit
+        // status 1, not as a panic and status 101.
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime.block_on(query(args))
+        }));
+        std::panic::set_hook(previous);
+        result.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            Err(CliError::new(format!(
+                "the query engine failed on this query (a bug in DataFusion): {}",
+                what.split_whitespace().collect::<Vec<_>>().join(" ")
+            )))
+        })
     }
 
     async fn query(args: &Args) -> Result<(), CliError> {
