@@ -144,8 +144,8 @@ impl FrameType {
         Ok(self)
     }
 
-    /// The type of a numpy dtype given as its `dtype.str` ("<f8", ">i4", "|u1", "|b1",
-    /// "<f2", "<M8[ms]", "<m8[10s]"): floats, signed and unsigned integers, booleans,
+    /// The type of a numpy dtype given as its `dtype.str` (`"<f8"`, `">i4"`, `"|u1"`,
+    /// `"|b1"`, `"<f2"`, `"<M8[ms]"`, `"<m8[10s]"`): floats, signed and unsigned integers, booleans,
     /// datetime64 and timedelta64 in any unit. Datetimes and timedeltas in seconds to
     /// nanoseconds are Arrow timestamps (without a time zone) and durations; in other
     /// units, 64-bit integers. Other dtypes (complex, structured, objects, strings) are

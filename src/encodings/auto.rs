@@ -669,7 +669,7 @@ impl AutoChooser {
 
     /// Chooses the encoding for a page of `values` (little-endian, back to back).
     ///
-    /// When one value makes up at least an eighth of the page ([`fill`](super::fill)), the
+    /// When one value makes up at least an eighth of the page (a fill page), the
     /// page's other values are chosen for too, and the fill layer around that choice
     /// wins when its estimate (the inner encoding's, the runs' exact bytes and the value)
     /// is smaller than the page's own by `min_gain` at least: it decodes fewer values but
