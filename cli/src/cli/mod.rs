@@ -223,7 +223,7 @@ Examples:
   miniblock decode data.mb -o out.arrow        every column back, types and nulls kept
   miniblock inspect data.mb                    pages, encodings, min/max, nulls, NaNs
   miniblock verify data.mb                     every checksum, every page decoded
-  miniblock sql \"SELECT avg(x) FROM 'a.mb'\"    SQL over column files (DataFusion)
+  miniblock sql \"SELECT avg(x) FROM 'a.mb'\"    SQL over column files (built with --features sql)
   miniblock completions bash > ~/.local/share/bash-completion/completions/miniblock
 
 Exit status: 0 on success, 1 when a command fails, 2 for a wrong argument (one line on
@@ -268,7 +268,8 @@ enum Command {
     /// Check miniblock files: every page and chunk checksum, and a full decode of every page.
     #[command(after_help = verify::EXAMPLES)]
     Verify(verify::Args),
-    /// Run a SQL query (DataFusion) over column files named by path in FROM.
+    /// Run a SQL query (DataFusion) over column files named by path in FROM (in builds with
+    /// the `sql` feature).
     #[command(after_help = sql::EXAMPLES)]
     Sql(sql::Args),
     /// Print a shell completion script for miniblock.
