@@ -337,3 +337,15 @@ fn decimal_types_are_checked_in_the_footer() {
         }
     }
 }
+
+/// A footer listing no column (which the writer never writes) is corrupt on open, so no
+/// reader of the file, nor any command, indexes a column that is not there.
+#[test]
+fn a_footer_of_no_column_is_corrupt() {
+    let (bytes, _) = small_file();
+    let empty = with_footer(&bytes, |footer| footer.columns.clear());
+    match FileReader::open(Cursor::new(&empty)) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}"),
+        Ok(_) => panic!("a footer of no column was accepted"),
+    }
+}

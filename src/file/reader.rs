@@ -733,6 +733,11 @@ pub struct VerifySummary {
 /// Checks every count and offset in the footer; returns the schema and each column's page
 /// start rows.
 fn validate_footer(footer: &pb::Footer, footer_start: u64) -> Result<(SchemaRef, Vec<Vec<u64>>)> {
+    // The writer refuses a schema of no column, so a footer of none is damage, and every
+    // reader of the file may then take column 0 to exist.
+    if footer.columns.is_empty() {
+        return Err(Error::corrupt("the footer lists no column"));
+    }
     let mut fields = Vec::with_capacity(footer.columns.len());
     let mut page_starts = Vec::with_capacity(footer.columns.len());
     for (c, column) in footer.columns.iter().enumerate() {
