@@ -2364,3 +2364,17 @@ fn sql_never_crashes_on_what_the_writer_accepts() {
         assert!(stderr.trim_end().lines().count() <= 1, "{stderr}");
     }
 }
+
+/// An output that is a special file is written through and not read back for the
+/// summary: `encode` to `/dev/null` succeeds and says what it wrote.
+#[test]
+fn encode_to_dev_null_succeeds() {
+    let dir = temp();
+    let values = common::mixed_f32(5_000, 3);
+    let raw = write_raw_f32(dir.path(), "v.f32", &values);
+    let said = ok(&["encode", s(&raw), "/dev/null"]);
+    assert!(
+        said.starts_with("wrote /dev/null: 1 column(s), 5000 rows"),
+        "{said}"
+    );
+}

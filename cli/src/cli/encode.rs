@@ -178,9 +178,18 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         );
         return Ok(());
     }
-    let written = std::fs::metadata(&output).map_or(0, |m| m.len());
     let raw = rows.saturating_mul(row_bytes);
     let seconds = started.elapsed().as_secs_f64();
+    // A special file (`/dev/null`, a FIFO, a terminal) was written through: reading it
+    // back for the summary would find nothing, or block on a FIFO forever.
+    if !std::fs::metadata(&output).is_ok_and(|m| m.is_file()) {
+        return say!(
+            "wrote {shown}: {} column(s), {rows} rows, {raw} raw bytes, {}, in {seconds:.2} s",
+            schema.fields().len(),
+            args.encoding
+        );
+    }
+    let written = std::fs::metadata(&output).map_or(0, |m| m.len());
     if lance {
         return say!(
             "wrote {shown}: a Lance 2.1 file, {} column(s), {rows} rows, {raw} raw bytes -> {written} bytes (ratio {:.3}), {}, in {seconds:.2} s",
