@@ -860,7 +860,7 @@ fn read_page_rows<R>(
     local: Range<usize>,
     data_type: &DataType,
     buffer: &mut Vec<u8>,
-    out: Out,
+    out: Sink,
     validity: Option<&mut BooleanBufferBuilder>,
 ) -> Result<()> {
     let (bytes, whole_page) = page_read_range(page, layout, &local, verify_checksums);
@@ -911,21 +911,14 @@ enum Sink<'a> {
 
 impl Sink<'_> {
     /// Where the `len` bytes of one page's rows go, `at` bytes into the read.
-    fn part(&mut self, at: usize, len: usize) -> Out<'_> {
+    fn part(&mut self, at: usize, len: usize) -> Sink<'_> {
         match self {
-            Sink::Append(values) => Out::Append(values),
-            Sink::Slice(values) => Out::Slice(&mut values[at..at + len]),
+            Sink::Append(values) => Sink::Append(values),
+            Sink::Slice(values) => Sink::Slice(&mut values[at..at + len]),
         }
     }
-}
 
-/// Where one page's rows go: see [`Sink`].
-enum Out<'a> {
-    Append(&'a mut MutableBuffer),
-    Slice(&'a mut [u8]),
-}
-
-impl Out<'_> {
+    /// Decodes `rows` of a page into this part.
     fn decode(
         self,
         decoder: &PageDecoder,
@@ -933,8 +926,8 @@ impl Out<'_> {
         validity: Option<&mut BooleanBufferBuilder>,
     ) -> Result<()> {
         match self {
-            Out::Append(values) => decoder.decode_append(rows, values, validity),
-            Out::Slice(values) => decoder.decode_into(rows, values, validity),
+            Sink::Append(values) => decoder.decode_append(rows, values, validity),
+            Sink::Slice(values) => decoder.decode_into(rows, values, validity),
         }
     }
 }
