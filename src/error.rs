@@ -49,6 +49,15 @@ pub enum Error {
         /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// The system refused memory a decode really needs (a small file of long runs or
+    /// constant pages can stand for gigabytes of values): decode fewer rows at a time.
+    #[snafu(display("out of memory: cannot allocate {bytes} bytes for {what}"))]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// What they were for.
+        what: String,
+    },
 }
 
 /// The kind of an [`Error`], for callers that only need to branch on it.
@@ -65,6 +74,8 @@ pub enum ErrorKind {
     Unsupported,
     /// See [`Error::Io`].
     Io,
+    /// See [`Error::OutOfMemory`].
+    OutOfMemory,
 }
 
 impl Error {
@@ -76,6 +87,7 @@ impl Error {
             Error::Truncated { .. } => ErrorKind::Truncated,
             Error::Unsupported { .. } => ErrorKind::Unsupported,
             Error::Io { .. } => ErrorKind::Io,
+            Error::OutOfMemory { .. } => ErrorKind::OutOfMemory,
         }
     }
 

@@ -359,6 +359,75 @@ fn claimed_counts_do_not_drive_allocation() {
         },
     );
 
+    // A 5-byte fill chunk whose one run claims all but one of 65,536 values of 16 KiB
+    // (1 GiB) and whose inner chunk, holding that last value, is missing: the run header
+    // and the inner chunk are checked before the chunk's output is allocated.
+    let wide = miniblock::encodings::FillCompressor::new(
+        vec![7; 16_384],
+        Encoding::Zstd.compressor(16_384 * 8).unwrap(),
+    )
+    .unwrap();
+    let message = miniblock::encodings::MiniBlockCompressor::array_encoding(&wide);
+    let data = [0x01, 0x00, 0xFF, 0xFF, 0x03];
+    let page = standalone_page(true, &[(data.len() as u32, 0, 0)], &data);
+    assert_bounded(&serial, "fill chunk claiming 1 GiB", page.len(), || {
+        PageDecoder::try_new(&message, 65_536, &page)
+            .and_then(|d| d.decode())
+            .is_err()
+    });
+    assert_bounded(
+        &serial,
+        "fill chunk claiming 1 GiB, rows 0..1",
+        page.len(),
+        || {
+            PageDecoder::try_new(&message, 65_536, &page)
+                .and_then(|d| d.decode_range(0..1))
+                .is_err()
+        },
+    );
+
+    // The same chunk in a column file whose checksums are right, read whole, by one
+    // row and verified.
+    let mut table = (data.len() as u32).to_le_bytes().to_vec();
+    table.extend_from_slice(&[0, 0, 0, 0]);
+    let file = file_with_footer(
+        &data,
+        65_536,
+        vec![pb::Column {
+            name: "x".into(),
+            value_type: pb::ValueType::FixedSizeBinary as i32,
+            byte_width: 16_384,
+            pages: vec![pb::Page {
+                offset: 8,
+                length: data.len() as u64,
+                num_values: 65_536,
+                encoding: Some(message.clone()),
+                chunk_table: table,
+                chunk_entry_bytes: 8,
+                crc32c: crc32c::crc32c(&data),
+                chunk_crc32c: vec![crc32c::crc32c(&data)],
+                ..pb::Page::default()
+            }],
+            ..pb::Column::default()
+        }],
+    );
+    let open = || FileReader::open(Cursor::new(file.clone())).unwrap();
+    assert_bounded(&serial, "fill file claiming 1 GiB", file.len(), || {
+        open().read_column(0).is_err()
+    });
+    assert_bounded(
+        &serial,
+        "fill file claiming 1 GiB, rows 0..1",
+        file.len(),
+        || open().read_column_range(0, 0..1).is_err(),
+    );
+    assert_bounded(
+        &serial,
+        "fill file claiming 1 GiB, verified",
+        file.len(),
+        || open().verify().is_err(),
+    );
+
     // More than an encoder writes: one 4 GiB chunk is refused before anything else.
     let data = vec![0u8; 128 * 1024];
     let page = standalone_page(true, &[(data.len() as u32, 0, 2)], &data);
@@ -407,6 +476,47 @@ fn claimed_counts_do_not_drive_allocation() {
             },
         );
     }
+}
+
+/// A legitimate bomb: a small file of one page of 2^24 equal f64 values (128 MiB) is
+/// verified in slices, not as the whole page (128 MiB at once before); its rows are read
+/// by the chunks they touch.
+#[test]
+fn long_runs_are_verified_in_slices() {
+    use miniblock::arrow::array::{Float64Array, RecordBatch};
+    use miniblock::arrow::schema::{DataType, Field, Schema};
+    use miniblock::file::{FileWriter, WriteOptions};
+    use std::sync::Arc;
+
+    let serial = serial();
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float64, false)]));
+    let options = WriteOptions {
+        page_values: Some(1 << 24),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Float64Array::from(vec![-1e34; 1 << 20]))],
+    )
+    .unwrap();
+    for _ in 0..16 {
+        writer.write_batch(&batch).unwrap();
+    }
+    let file = writer.finish().unwrap();
+    assert!(file.len() < 1 << 20, "{} bytes", file.len());
+    let mut reader = FileReader::open(Cursor::new(file)).unwrap();
+    let (peak, _) = measure(&serial, || {
+        let summary = reader.verify().unwrap();
+        assert_eq!(summary.pages, 1);
+    });
+    assert!(peak < 40 << 20, "verify allocated {peak} bytes");
+    let (peak, _) = measure(&serial, || {
+        let rows = reader.read_column_range(0, 1_000_000..1_000_010).unwrap();
+        assert_eq!(rows.len(), 10);
+    });
+    // The page's parsed chunk table (32,768 entries) is most of it.
+    assert!(peak < 4 << 20, "10 rows allocated {peak} bytes");
 }
 
 /// A footer of 200,000 columns opens in time proportional to its size (the duplicate-name

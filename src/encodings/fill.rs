@@ -40,6 +40,8 @@
 
 use std::fmt;
 
+use arrow_buffer::MutableBuffer;
+
 use super::{
     check_chunks_output, check_output, in_run_chunk, ChunkStorage, MiniBlockCompressor,
     MiniBlockDecompressor, MAX_CHUNK_BYTES, MAX_CHUNK_VALUES,
@@ -494,6 +496,45 @@ impl MiniBlockDecompressor for FillDecompressor {
             self.inner
                 .decompress_into(inner, others, storage, values, scratch)?;
             runs.expand(&buffers.runs, &self.fill, values, out);
+            Ok(())
+        })
+    }
+
+    /// Checks the run header and decodes the inner chunk (which checks its own bytes)
+    /// before the chunk's output is allocated: a few header bytes claiming runs of a wide
+    /// value over a whole chunk must not allocate the chunk before the lie shows.
+    fn decompress_append(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        out: &mut MutableBuffer,
+        scratch: &mut Vec<u8>,
+    ) -> Result<()> {
+        let width = self.value_width();
+        let len = super::checked_len(num_values, width)?;
+        if num_values > MAX_CHUNK_VALUES {
+            return Err(Error::corrupt(format!(
+                "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
+            )));
+        }
+        let mut list = Vec::new();
+        let (runs, inner) = Runs::parse(chunk, num_values, &mut list)?;
+        let others = num_values - runs.filled;
+        let mut values = MutableBuffer::new(0);
+        if others == 0 {
+            if !inner.is_empty() {
+                return Err(Error::corrupt(format!(
+                    "fill chunk of {num_values} fill values has {} bytes after its runs",
+                    inner.len()
+                )));
+            }
+        } else {
+            self.inner
+                .decompress_append(inner, others, storage, &mut values, scratch)?;
+        }
+        super::append_zeroed(out, len, |dst| {
+            runs.expand(&list, &self.fill, values.as_slice(), dst);
             Ok(())
         })
     }

@@ -447,18 +447,47 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
 
 /// Appends `len` zero bytes to `out` and lets `decode` fill them; takes them back off when
 /// it fails.
-fn append_zeroed(
+pub(crate) fn append_zeroed(
     out: &mut MutableBuffer,
     len: usize,
     decode: impl FnOnce(&mut [u8]) -> Result<()>,
 ) -> Result<()> {
     let start = out.len();
+    reserve(out, len)?;
     out.extend_zeros(len);
     let result = decode(&mut out.as_slice_mut()[start..]);
     if result.is_err() {
         out.truncate(start);
     }
     result
+}
+
+/// Growing a buffer by at least this much is first tried with a fallible allocation.
+const PROBED_BYTES: usize = 64 << 20;
+
+/// Makes room for `additional` more bytes in `out`, or returns [`Error::OutOfMemory`]
+/// where `MutableBuffer` alone would abort the process: a large growth (what a small file
+/// of long runs legitimately expands to) is first tried as a fallible allocation of the
+/// size the buffer will take, which fails cleanly under a memory limit.
+pub(crate) fn reserve(out: &mut MutableBuffer, additional: usize) -> Result<()> {
+    if additional < PROBED_BYTES || out.capacity() - out.len() >= additional {
+        return Ok(());
+    }
+    let oom = |bytes| Error::OutOfMemory {
+        bytes,
+        what: "decoded values".into(),
+    };
+    let needed = out
+        .len()
+        .checked_add(additional)
+        .ok_or_else(|| oom(usize::MAX))?;
+    // A MutableBuffer grows to at least twice its capacity.
+    let size = needed.max(out.capacity().saturating_mul(2));
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(size).map_err(|_| oom(size))?;
+    drop(probe);
+    out.reserve(additional);
+    Ok(())
 }
 
 /// `num_values * width`, or an error when it overflows.

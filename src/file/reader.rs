@@ -25,6 +25,10 @@ use crate::page::{
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as pb;
 
+/// `verify` decodes a page at most this many bytes of values at a time (or one chunk, when
+/// a chunk is larger).
+const VERIFY_SLICE_BYTES: usize = 16 << 20;
+
 /// Reads a column file from any `Read + Seek` source (a `File`, a `Cursor` over bytes).
 ///
 /// [`open`](Self::open) reads only the header and the footer and checks them against the
@@ -670,13 +674,32 @@ impl<R: Read + Seek> FileReader<R> {
                         &buffer,
                     )?
                     .with_data_type(field.data_type())?;
-                    let array = decoder.decode()?;
+                    // Decoded a slice of whole chunks at a time, so a page of long
+                    // runs (a few bytes standing for gigabytes) is checked in the memory
+                    // of a slice, not of the page.
+                    let mut actual = PageStats::default();
+                    let mut first = 0;
+                    while first < decoder.num_chunks() {
+                        let start = decoder.chunk_rows(first)?.start;
+                        let mut end = decoder.chunk_rows(first)?.end;
+                        let mut next = first + 1;
+                        while next < decoder.num_chunks() {
+                            let rows = decoder.chunk_rows(next)?;
+                            if (rows.end - start).saturating_mul(width) > VERIFY_SLICE_BYTES {
+                                break;
+                            }
+                            end = rows.end;
+                            next += 1;
+                        }
+                        let array = decoder.decode_range(start..end)?;
+                        actual.merge(&PageStats::of(array.as_ref()));
+                        first = next;
+                    }
                     if let Some(recorded) = &page.statistics {
                         // Pruning and statistics-only answers trust these: a footer whose
                         // figures are well formed but untrue is caught only here.
                         let recorded =
                             PageStats::from_proto(recorded, field.data_type(), page.num_values)?;
-                        let actual = PageStats::of(array.as_ref());
                         if recorded != actual {
                             return Err(Error::corrupt(format!(
                                 "page statistics disagree with the page's values: the footer records {recorded}, the values have {actual}"
@@ -684,7 +707,7 @@ impl<R: Read + Seek> FileReader<R> {
                         }
                         summary.page_stats += 1;
                     }
-                    summary.nulls += array.null_count() as u64;
+                    summary.nulls += actual.null_count;
                     summary.chunks += chunks;
                     Ok(())
                 })();

@@ -124,8 +124,8 @@ impl Order {
     }
 }
 
-/// Statistics of one page (or, folded, of several).
-#[derive(Debug, Clone, PartialEq)]
+/// Statistics of one page (or, folded, of several); the default is that of no values.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PageStats {
     /// The smallest value that is neither null nor NaN; `None` when there is none, or the
     /// type has no order here.

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use arrow_array::{Array, ArrayRef};
+use arrow_array::{make_array, Array, ArrayRef};
+use arrow_data::transform::MutableArrayData;
+use arrow_data::ArrayData;
 use miniblock::encodings::{short_name, AutoOptions, EncoderOptions, Strategy};
 use miniblock::page::value_width;
 use miniblock::{Encoding, PageDecoder, PageEncoder};
@@ -426,14 +428,22 @@ impl PageSample {
 
     fn cut(&mut self) -> Result<(), CliError> {
         let pieces = std::mem::take(&mut self.pending);
-        self.pending_len = 0;
+        let len = std::mem::take(&mut self.pending_len);
         let index = self.next;
         self.next += 1;
         if !index.is_multiple_of(self.stride) || pieces.is_empty() {
             return Ok(());
         }
-        let refs: Vec<&dyn Array> = pieces.iter().map(AsRef::as_ref).collect();
-        let page = arrow_select::concat::concat(&refs).map_err(|e| CliError::new(e.to_string()))?;
+        // Copied into buffers of its own: a piece is a slice of a decoded batch (of a
+        // Lance constant page, say, 2^24 rows), and a kept slice would keep all of it, so
+        // the kept pages would stay within --sample-mib only by their lengths.
+        let refs: Vec<ArrayData> = pieces.iter().map(|p| p.to_data()).collect();
+        let mut copy = MutableArrayData::new(refs.iter().collect(), false, len);
+        for (i, piece) in refs.iter().enumerate() {
+            copy.try_extend(i, 0, piece.len())
+                .map_err(|e| CliError::new(e.to_string()))?;
+        }
+        let page = make_array(copy.freeze());
         self.kept.push((index, page));
         let width = self.width as u64;
         let kept_bytes = |kept: &[(usize, ArrayRef)]| {
@@ -788,5 +798,26 @@ mod tests {
             .collect();
         assert_eq!(firsts, [0.0, 1600.0]);
         assert!(pages.iter().all(|p| p.len() == 100));
+    }
+
+    /// Kept pages own their bytes: slices of one large decoded batch (a Lance constant
+    /// page) do not keep the batch alive.
+    #[test]
+    fn page_samples_do_not_pin_their_batches() {
+        use std::sync::Arc;
+        let batch: ArrayRef = Arc::new(arrow_array::Float64Array::from(vec![1.5; 1 << 20]));
+        let mut sample = PageSample::new(1000, 8, 8000);
+        sample.push(batch.slice(0, 1000)).unwrap();
+        sample.push(batch.slice(5000, 500)).unwrap();
+        sample.push(batch.slice(9000, 500)).unwrap();
+        let (pages, total) = sample.finish().unwrap();
+        assert_eq!(total, 2);
+        let held: usize = pages.iter().map(|p| p.get_array_memory_size()).sum();
+        assert!(held < 64 * 1024, "kept pages hold {held} bytes");
+        let values = pages[0]
+            .as_any()
+            .downcast_ref::<arrow_array::Float64Array>()
+            .unwrap();
+        assert!(values.len() == 1000 && values.values().iter().all(|&v| v == 1.5));
     }
 }
