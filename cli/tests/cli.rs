@@ -2378,3 +2378,132 @@ fn encode_to_dev_null_succeeds() {
         "{said}"
     );
 }
+
+/// Runs the binary with `stdin` and `stdout` as given; returns its status code and stderr.
+#[cfg(unix)]
+fn with_stdio(
+    args: &[&str],
+    stdin: std::process::Stdio,
+    stdout: std::process::Stdio,
+) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_miniblock"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Standard input and output are checked like named files: the file the shell opened
+/// there is never the one overwritten (`1<>in`, `>> in`, `-f -o in < in`), a closed
+/// standard output is an error rather than data silently lost, `/dev/stdout` is written
+/// through with the summary on stderr, and a reader closing the pipe ends every format
+/// quietly with 141.
+#[cfg(unix)]
+#[test]
+fn standard_streams_are_checked_like_files() {
+    use std::process::Stdio;
+    let dir = temp();
+    let values = common::mixed_f32(200_000, 5);
+    let raw = write_raw_f32(dir.path(), "v.f32", &values);
+    let encoded = dir.path().join("v.mb");
+    ok(&["encode", s(&raw), s(&encoded)]);
+    let (raw_bytes, mb_bytes) = (fs::read(&raw).unwrap(), fs::read(&encoded).unwrap());
+    let open_rw = |p: &Path| {
+        fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(p)
+            .unwrap()
+    };
+    let open_append = |p: &Path| fs::OpenOptions::new().append(true).open(p).unwrap();
+
+    let decode_raw = ["decode", s(&encoded), "-c", "--format", "raw"];
+    for (what, stdout) in [("1<>", open_rw(&encoded)), (">>", open_append(&encoded))] {
+        let (code, stderr) = with_stdio(&decode_raw, Stdio::null(), Stdio::from(stdout));
+        assert_eq!(code, Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains("standard output is the input"),
+            "{what}: {stderr}"
+        );
+        assert_eq!(
+            fs::read(&encoded).unwrap(),
+            mb_bytes,
+            "{what}: the input changed"
+        );
+    }
+    let (code, stderr) = with_stdio(
+        &["encode", "-", "--dtype", "f32", "-f", "-o", s(&raw)],
+        Stdio::from(fs::File::open(&raw).unwrap()),
+        Stdio::null(),
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("is standard input"), "{stderr}");
+    assert_eq!(fs::read(&raw).unwrap(), raw_bytes, "the input was replaced");
+
+    // fd 1 closed: the runtime puts /dev/null there, which must not swallow the data.
+    let out = Command::new("sh")
+        .args(["-c", "exec \"$0\" decode \"$1\" -c --format raw >&-"])
+        .args([env!("CARGO_BIN_EXE_miniblock"), s(&encoded)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("standard output is closed"), "{stderr}");
+    // ... while a shell's >/dev/null is a wish to discard.
+    let (code, stderr) = with_stdio(&decode_raw, Stdio::null(), Stdio::null());
+    assert_eq!(code, Some(0), "{stderr}");
+
+    // -o /dev/stdout into a file: the same bytes as a named output, the summary apart.
+    let through = dir.path().join("through.mb");
+    let (code, stderr) = with_stdio(
+        &["encode", s(&raw), "-o", "/dev/stdout"],
+        Stdio::null(),
+        Stdio::from(fs::File::create(&through).unwrap()),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(fs::read(&through).unwrap(), mb_bytes);
+    assert!(stderr.contains("wrote standard output"), "{stderr}");
+
+    let query = format!("SELECT * FROM '{}'", s(&encoded));
+    let mut piped = vec![
+        vec!["encode", s(&raw), "-c"],
+        vec!["decode", s(&encoded), "--format", "parquet", "-c"],
+        vec!["decode", s(&encoded), "--format", "arrow", "-c"],
+    ];
+    if cfg!(feature = "sql") {
+        piped.push(vec!["sql", "--format", "csv", &query]);
+        piped.push(vec!["sql", "--format", "json", &query]);
+    }
+    for args in piped {
+        let mut child = spawn_piped(&args);
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {stderr}");
+        assert!(stderr.trim().is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+/// A temporary output that a killed run left behind is reported, not silently kept or
+/// removed (another run may be writing it).
+#[test]
+fn leftover_temporary_outputs_are_reported() {
+    let dir = temp();
+    let raw = write_raw_f32(dir.path(), "v.f32", &common::mixed_f32(1_000, 1));
+    let leftover = dir.path().join(".miniblock-Ab12Cd.tmp");
+    fs::write(&leftover, [0u8; 100]).unwrap();
+    let out = miniblock(&["encode", s(&raw), s(&dir.path().join("v.mb"))]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(".miniblock-Ab12Cd.tmp (100 bytes) is a partial output"),
+        "{stderr}"
+    );
+    assert!(leftover.exists());
+}

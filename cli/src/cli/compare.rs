@@ -437,7 +437,7 @@ impl PageSample {
         // Copied into buffers of its own: a piece is a slice of a decoded batch (of a
         // Lance constant page, say, 2^24 rows), and a kept slice would keep all of it, so
         // the kept pages would stay within --sample-mib only by their lengths.
-        let refs: Vec<ArrayData> = pieces.iter().map(|p| p.to_data()).collect();
+        let refs: Vec<ArrayData> = pieces.iter().map(Array::to_data).collect();
         let mut copy = MutableArrayData::new(refs.iter().collect(), false, len);
         for (i, piece) in refs.iter().enumerate() {
             copy.try_extend(i, 0, piece.len())
@@ -812,12 +812,18 @@ mod tests {
         sample.push(batch.slice(9000, 500)).unwrap();
         let (pages, total) = sample.finish().unwrap();
         assert_eq!(total, 2);
-        let held: usize = pages.iter().map(|p| p.get_array_memory_size()).sum();
+        let held: usize = pages.iter().map(Array::get_array_memory_size).sum();
         assert!(held < 64 * 1024, "kept pages hold {held} bytes");
         let values = pages[0]
             .as_any()
             .downcast_ref::<arrow_array::Float64Array>()
             .unwrap();
-        assert!(values.len() == 1000 && values.values().iter().all(|&v| v == 1.5));
+        assert!(
+            values.len() == 1000
+                && values
+                    .values()
+                    .iter()
+                    .all(|&v| v.to_bits() == 1.5f64.to_bits())
+        );
     }
 }

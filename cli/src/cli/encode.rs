@@ -203,7 +203,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         schema.fields().len(),
         raw as f64 / written.max(1) as f64,
         args.encoding,
-        chosen_summary(&output)?
+        chosen_summary(&output).inspect_err(|_| {
+            // What cannot be read back must not stay under the name of a good output.
+            let _ = std::fs::remove_file(&output);
+        })?
     )?;
     Ok(())
 }
@@ -234,8 +237,12 @@ impl<W: std::io::Write> Writer<W> {
 fn chosen_summary(path: &std::path::Path) -> Result<String, CliError> {
     let file = std::fs::File::open(path)
         .map_err(|e| CliError::new(format!("cannot reopen {}: {e}", path.display())))?;
-    let reader = miniblock::file::FileReader::open(std::io::BufReader::new(file))
-        .map_err(|e| CliError::new(format!("{}: {e}", path.display())))?;
+    let reader = miniblock::file::FileReader::open(std::io::BufReader::new(file)).map_err(|e| {
+        CliError::new(format!(
+            "{} was written but does not read back ({e}); removed it",
+            path.display()
+        ))
+    })?;
     let counts = super::inspect::encodings_used(reader.footer());
     Ok(counts
         .iter()

@@ -204,7 +204,15 @@ impl OutputArgs {
         if self.stdout {
             return Some(PathBuf::from("-"));
         }
-        self.output.clone().or_else(|| self.output_flag.clone())
+        // Names of standard output are standard output: written through, with the
+        // summary on stderr, never replaced by a renamed file.
+        self.output
+            .clone()
+            .or_else(|| self.output_flag.clone())
+            .map(|p| match p.to_str() {
+                Some("/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1") => PathBuf::from("-"),
+                _ => p,
+            })
     }
 }
 

@@ -64,7 +64,7 @@ mod engine {
     use datafusion::prelude::{SessionConfig, SessionContext};
     use futures::StreamExt;
 
-    use super::super::output::write_error;
+    use super::super::output::{self, write_error};
     use super::super::CliError;
     use super::{Args, Format};
 
@@ -103,9 +103,19 @@ mod engine {
         let ctx = miniblock_datafusion::enable_url_table(SessionContext::new_with_config(config));
         let frame = ctx.sql(&args.query).await.map_err(|e| engine_error(&e))?;
         let mut batches = frame.execute_stream().await.map_err(|e| engine_error(&e))?;
+        let mut watch = output::PipeWatch::new(std::io::stdout().lock());
+        let result = write_batches(args.format, &mut batches, &mut watch).await;
+        watch.finish(result)
+    }
+
+    /// Writes the query's `batches` to `out` in `format`.
+    async fn write_batches(
+        format: Format,
+        batches: &mut datafusion::physical_plan::SendableRecordBatchStream,
+        out: &mut impl Write,
+    ) -> Result<(), CliError> {
         let stdout = Path::new("standard output");
-        let out = std::io::stdout().lock();
-        match args.format {
+        match format {
             Format::Table => {
                 let mut all: Vec<RecordBatch> = Vec::new();
                 while let Some(batch) = batches.next().await {
@@ -113,7 +123,6 @@ mod engine {
                 }
                 let table = arrow_cast::pretty::pretty_format_batches(&all)
                     .map_err(|e| CliError::new(e.to_string()))?;
-                let mut out = out;
                 writeln!(out, "{table}").map_err(|e| write_error(stdout, &e))?;
                 out.flush().map_err(|e| write_error(stdout, &e))
             }
