@@ -422,23 +422,6 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     );
 }
 
-/// Rewrites a file's footer with `change` applied (and its checksum made right again).
-fn with_footer(bytes: &[u8], change: impl FnOnce(&mut miniblock::proto::file::Footer)) -> Vec<u8> {
-    use prost::Message;
-    let len = u32::from_le_bytes(bytes[bytes.len() - 12..bytes.len() - 8].try_into().unwrap());
-    let start = bytes.len() - 12 - len as usize;
-    let mut footer =
-        miniblock::proto::file::Footer::decode(&bytes[start..bytes.len() - 12]).unwrap();
-    change(&mut footer);
-    let encoded = footer.encode_to_vec();
-    let mut out = bytes[..start].to_vec();
-    out.extend_from_slice(&encoded);
-    out.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
-    out.extend_from_slice(b"MBLK");
-    out
-}
-
 /// A change to a footer's page.
 type Lie = Box<dyn Fn(&mut miniblock::proto::file::Page)>;
 
@@ -500,7 +483,7 @@ fn dictionary_page_buffers_round_trip_and_are_checked() {
             ("wrong size", Box::new(|p| p.buffer_sizes[0] = 12)),
         ];
         for (what, lie) in lies {
-            let lying = with_footer(&bytes, |f| lie(&mut f.columns[0].pages[2]));
+            let lying = common::with_footer(&bytes, |f| lie(&mut f.columns[0].pages[2]));
             let err = FileReader::open(Cursor::new(lying))
                 .and_then(|mut r| r.read_column(0))
                 .unwrap_err();
@@ -569,7 +552,7 @@ fn verify_checks_page_statistics_against_the_values() {
         ),
     ];
     for (what, page, lie) in lies {
-        let lying = with_footer(&bytes, |f| lie(&mut f.columns[0].pages[page]));
+        let lying = common::with_footer(&bytes, |f| lie(&mut f.columns[0].pages[page]));
         let mut reader = FileReader::open(Cursor::new(lying)).unwrap();
         assert!(reader.page_stats(0, page).unwrap().is_some(), "{what}");
         assert_eq!(
@@ -587,7 +570,7 @@ fn verify_checks_page_statistics_against_the_values() {
     }
 
     // A file written before statistics existed: nothing to compare.
-    let old = with_footer(&bytes, |f| {
+    let old = common::with_footer(&bytes, |f| {
         for page in &mut f.columns[0].pages {
             page.statistics = None;
         }

@@ -194,7 +194,7 @@ fn range_reads_detect_changed_chunks() {
 #[test]
 fn nulls_under_a_non_nullable_footer_are_corrupt() {
     let (bytes, _) = small_file();
-    let lying = with_footer(&bytes, |footer| footer.columns[0].nullable = false);
+    let lying = common::with_footer(&bytes, |footer| footer.columns[0].nullable = false);
     let mut reader = FileReader::open(Cursor::new(&lying)).unwrap();
     for range in [0..reader.num_rows(), 0..5] {
         let err = reader.read_column_range(0, range).unwrap_err();
@@ -203,27 +203,12 @@ fn nulls_under_a_non_nullable_footer_are_corrupt() {
     }
 }
 
-/// `bytes` with its footer edited by `edit` (and a matching trailer).
-fn with_footer(bytes: &[u8], edit: impl FnOnce(&mut miniblock::proto::file::Footer)) -> Vec<u8> {
-    let reader = FileReader::open(Cursor::new(bytes)).unwrap();
-    let mut footer = reader.footer().clone();
-    let data_end = bytes.len() - 12 - prost::Message::encoded_len(&footer);
-    edit(&mut footer);
-    let mut out = bytes[..data_end].to_vec();
-    let encoded = prost::Message::encode_to_vec(&footer);
-    out.extend_from_slice(&encoded);
-    out.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&encoded).to_le_bytes());
-    out.extend_from_slice(&miniblock::file::MAGIC);
-    out
-}
-
 /// Files written before chunk checksums existed: a range read fetches the whole page and
 /// checks its page checksum, so a change in a chunk the range does not touch is reported.
 #[test]
 fn range_reads_of_pages_without_chunk_checksums_verify_the_page() {
     let (bytes, column) = small_file();
-    let old = with_footer(&bytes, |footer| {
+    let old = common::with_footer(&bytes, |footer| {
         for page in &mut footer.columns[0].pages {
             page.chunk_crc32c.clear();
         }
@@ -327,7 +312,7 @@ fn decimal_types_are_checked_in_the_footer() {
     let bytes = writer.finish().unwrap();
     assert!(FileReader::open(Cursor::new(&bytes)).is_ok());
     for (precision, scale) in [(1, 4), (10, -39), (0, 0), (39, 2)] {
-        let lying = with_footer(&bytes, |footer| {
+        let lying = common::with_footer(&bytes, |footer| {
             footer.columns[0].precision = precision;
             footer.columns[0].scale = scale;
         });
@@ -343,7 +328,7 @@ fn decimal_types_are_checked_in_the_footer() {
 #[test]
 fn a_footer_of_no_column_is_corrupt() {
     let (bytes, _) = small_file();
-    let empty = with_footer(&bytes, |footer| footer.columns.clear());
+    let empty = common::with_footer(&bytes, |footer| footer.columns.clear());
     match FileReader::open(Cursor::new(&empty)) {
         Err(e) => assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}"),
         Ok(_) => panic!("a footer of no column was accepted"),

@@ -2507,3 +2507,28 @@ fn leftover_temporary_outputs_are_reported() {
     );
     assert!(leftover.exists());
 }
+
+/// Footer statistics that lie (with a correct footer checksum) change what `sql` answers
+/// from them; `sql --verify` checks the files first and refuses them, naming the page.
+#[cfg(feature = "sql")]
+#[test]
+fn sql_verify_catches_lying_statistics() {
+    let dir = temp();
+    let raw = write_raw_f32(dir.path(), "v.f32", &[1.0, 2.0, 3.0, 4.0]);
+    let honest = dir.path().join("v.mb");
+    ok(&["encode", s(&raw), s(&honest)]);
+    let lying = dir.path().join("lying.mb");
+    let bytes = common::with_footer(&fs::read(&honest).unwrap(), |footer| {
+        let stats = footer.columns[0].pages[0].statistics.as_mut().unwrap();
+        stats.max = Some(99.0f32.to_le_bytes().to_vec());
+    });
+    fs::write(&lying, bytes).unwrap();
+    let query = |file: &Path| format!("SELECT max(v) FROM '{}'", s(file));
+    assert!(ok(&["sql", "--format", "csv", &query(&honest)]).contains('4'));
+    assert!(ok(&["sql", "--format", "csv", &query(&honest), "--verify"]).contains('4'));
+    // Unverified, the footer is believed ...
+    assert!(ok(&["sql", "--format", "csv", &query(&lying)]).contains("99"));
+    // ... verified, it is refused.
+    let err = fails(&["sql", "--verify", &query(&lying)]);
+    assert!(err.contains("statistics disagree"), "{err}");
+}

@@ -13,6 +13,7 @@
 use std::ops::Range;
 
 use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, ScalarValue};
 use miniblock::file::{FileReader, PageStats, StatValue};
@@ -94,6 +95,12 @@ fn of(stats: &PageStats, exact: bool, data_type: &DataType) -> ColumnStatistics 
     };
     let scalar = |value: Option<StatValue>| {
         let array = PageStats::value_array(value?, data_type)?;
+        // Only values Arrow can show: DataFusion formats statistics with an unwrap, so a
+        // date or time beyond chrono's range (a Date64 of i64::MIN, which a file may
+        // rightly hold) would panic there; such extremes are left unknown and scanned.
+        let format = FormatOptions::default();
+        let formatter = ArrayFormatter::try_new(array.as_ref(), &format).ok()?;
+        formatter.value(0).try_to_string().ok()?;
         ScalarValue::try_from_array(&array, 0).ok()
     };
     let (min, max) = if stats.nan_count == 0 {

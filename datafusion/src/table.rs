@@ -98,6 +98,23 @@ impl MiniblockTable {
         })
     }
 
+    /// Checks every file whole, as `miniblock verify` does: every checksum, every page
+    /// decoded, and every page's statistics against its values. A query trusts the
+    /// footers' statistics (for `count(*)`, `min`, `max` and to skip pages a filter rules
+    /// out), and their checksum proves only that they are what the writer wrote: this is
+    /// the check that they are true. It reads all of every file, a page at a time.
+    pub async fn verify(&self, state: &dyn Session) -> Result<()> {
+        let store = state.runtime_env().object_store(&self.store_url)?;
+        for file in self.files.iter() {
+            let mut reader = file.open(&store, &self.schema).await?.clone();
+            reader
+                .verify()
+                .await
+                .map_err(|e| external(e).context(file.path.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// The files, in the order scans read them.
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.files.iter().map(|f| &f.path)

@@ -556,3 +556,66 @@ async fn extremes_come_from_page_statistics_only_when_exact() {
         .value(0);
     assert_eq!(min.to_bits(), 0xFFC0_0001);
 }
+
+/// Extremes Arrow cannot show (dates and times beyond chrono's range, which a column file
+/// rightly holds) are not handed to DataFusion as statistics, whose display of them
+/// panics; the query scans instead and answers, or fails with an error.
+#[tokio::test]
+async fn out_of_range_temporal_extremes_are_not_statistics() {
+    use datafusion::arrow::array::{Date32Array, Date64Array, TimestampSecondArray};
+    use datafusion::catalog::TableProvider;
+    use datafusion::common::stats::Precision;
+    let batch = RecordBatch::try_from_iter([
+        (
+            "d64",
+            Arc::new(Date64Array::from(vec![i64::MIN, 0, i64::MAX])) as ArrayRef,
+        ),
+        (
+            "d32",
+            Arc::new(Date32Array::from(vec![i32::MIN, 0, i32::MAX])) as ArrayRef,
+        ),
+        (
+            "ts",
+            Arc::new(TimestampSecondArray::from(vec![i64::MIN, 0, i64::MAX])) as ArrayRef,
+        ),
+        ("i", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
+    ])
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.mb");
+    write_file(&path, &batch, WriteOptions::default());
+    let ctx = context(1);
+    let table = MiniblockTable::open(&ctx.state(), path.to_str().unwrap())
+        .await
+        .unwrap();
+    let stats = table.statistics().unwrap();
+    for c in 0..3 {
+        assert_eq!(
+            stats.column_statistics[c].min_value,
+            Precision::Absent,
+            "{c}"
+        );
+        assert_eq!(
+            stats.column_statistics[c].max_value,
+            Precision::Absent,
+            "{c}"
+        );
+    }
+    assert!(matches!(
+        stats.column_statistics[3].max_value,
+        Precision::Exact(_)
+    ));
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    for sql in [
+        "SELECT min(d64), max(d64) FROM t",
+        "SELECT min(d32), max(d32) FROM t",
+        "SELECT min(ts), max(ts) FROM t",
+    ] {
+        let answer = std::panic::AssertUnwindSafe(async {
+            let batches = ctx.sql(sql).await?.collect().await?;
+            Ok::<_, datafusion::error::DataFusionError>(batches)
+        });
+        let answer = futures::FutureExt::catch_unwind(answer).await;
+        assert!(answer.is_ok(), "{sql} panicked");
+    }
+}

@@ -616,109 +616,144 @@ impl<R: Read + Seek> FileReader<R> {
         let mut summary = VerifySummary::default();
         let mut buffer = Vec::new();
         for column in 0..self.meta.footer.columns.len() {
-            let field = self.meta.schema.field(column).clone();
-            let width = value_width(field.data_type())?;
             for index in 0..self.meta.footer.columns[column].pages.len() {
-                let page = &self.meta.footer.columns[column].pages[index];
-                let layout = page_layout(page, width).map_err(|e| in_page(e, &field, index))?;
-                let checked = (|| {
-                    if layout.data_len() as u64 != page.length {
-                        return Err(Error::corrupt(format!(
-                            "chunk table describes {} bytes, the footer says {}",
-                            layout.data_len(),
-                            page.length
-                        )));
-                    }
-                    if !field.is_nullable() && layout.chunks().iter().any(|c| c.has_validity) {
-                        return Err(Error::corrupt(
-                            "the column is not nullable but its chunks carry nulls",
-                        ));
-                    }
-                    buffer.resize(layout.data_len(), 0);
-                    read_exact_at(&mut self.source, page.offset, &mut buffer)?;
-                    if crc32c(&buffer) != page.crc32c {
-                        return Err(Error::corrupt(
-                            "page checksum mismatch: the page's bytes are damaged",
-                        ));
-                    }
-                    if !page.chunk_crc32c.is_empty() {
-                        if page.chunk_crc32c.len() != layout.num_chunks() {
-                            return Err(Error::corrupt(format!(
-                                "{} chunk checksums for {} chunks",
-                                page.chunk_crc32c.len(),
-                                layout.num_chunks()
-                            )));
-                        }
-                        for (c, (chunk, &crc)) in
-                            layout.chunks().iter().zip(&page.chunk_crc32c).enumerate()
-                        {
-                            let bytes = &buffer[chunk.offset..chunk.offset + chunk.num_bytes];
-                            if crc32c(bytes) != crc {
-                                return Err(Error::corrupt(format!(
-                                    "chunk {c} checksum mismatch: the chunk's bytes are damaged"
-                                )));
-                            }
-                        }
-                        summary.chunk_checksums += layout.num_chunks() as u64;
-                    }
-                    let encoding = page
-                        .encoding
-                        .as_ref()
-                        .ok_or_else(|| Error::corrupt("page has no encoding"))?;
-                    let chunks = layout.num_chunks() as u64;
-                    let page_buffers = read_page_buffers(&mut self.source, page, true)?;
-                    let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
-                    let decoder = PageDecoder::with_layout(
-                        decompressor_for(encoding, &slices)?,
-                        layout,
-                        &buffer,
-                    )?
-                    .with_data_type(field.data_type())?;
-                    // Decoded a slice of whole chunks at a time, so a page of long
-                    // runs (a few bytes standing for gigabytes) is checked in the memory
-                    // of a slice, not of the page.
-                    let mut actual = PageStats::default();
-                    let mut first = 0;
-                    while first < decoder.num_chunks() {
-                        let start = decoder.chunk_rows(first)?.start;
-                        let mut end = decoder.chunk_rows(first)?.end;
-                        let mut next = first + 1;
-                        while next < decoder.num_chunks() {
-                            let rows = decoder.chunk_rows(next)?;
-                            if (rows.end - start).saturating_mul(width) > VERIFY_SLICE_BYTES {
-                                break;
-                            }
-                            end = rows.end;
-                            next += 1;
-                        }
-                        let array = decoder.decode_range(start..end)?;
-                        actual.merge(&PageStats::of(array.as_ref()));
-                        first = next;
-                    }
-                    if let Some(recorded) = &page.statistics {
-                        // Pruning and statistics-only answers trust these: a footer whose
-                        // figures are well formed but untrue is caught only here.
-                        let recorded =
-                            PageStats::from_proto(recorded, field.data_type(), page.num_values)?;
-                        if recorded != actual {
-                            return Err(Error::corrupt(format!(
-                                "page statistics disagree with the page's values: the footer records {recorded}, the values have {actual}"
-                            )));
-                        }
-                        summary.page_stats += 1;
-                    }
-                    summary.nulls += actual.null_count;
-                    summary.chunks += chunks;
-                    Ok(())
-                })();
-                checked.map_err(|e| in_page(e, &field, index))?;
-                summary.pages += 1;
-                summary.bytes += page.length;
+                self.verify_page(column, index, &mut buffer, &mut summary)?;
                 progress(&summary);
             }
             summary.columns += 1;
         }
         Ok(summary)
+    }
+
+    /// Checks page `index` of `column` as [`verify`](Self::verify) does, reading it into
+    /// `buffer`, and counts what it checked in `summary` (all but `columns`).
+    pub(crate) fn verify_page(
+        &mut self,
+        column: usize,
+        index: usize,
+        buffer: &mut Vec<u8>,
+        summary: &mut VerifySummary,
+    ) -> Result<()> {
+        let field = self.meta.schema.field(column).clone();
+        let width = value_width(field.data_type())?;
+        let page = &self.meta.footer.columns[column].pages[index];
+        let layout = page_layout(page, width).map_err(|e| in_page(e, &field, index))?;
+        let checked = (|| {
+            if layout.data_len() as u64 != page.length {
+                return Err(Error::corrupt(format!(
+                    "chunk table describes {} bytes, the footer says {}",
+                    layout.data_len(),
+                    page.length
+                )));
+            }
+            if !field.is_nullable() && layout.chunks().iter().any(|c| c.has_validity) {
+                return Err(Error::corrupt(
+                    "the column is not nullable but its chunks carry nulls",
+                ));
+            }
+            buffer.resize(layout.data_len(), 0);
+            read_exact_at(&mut self.source, page.offset, buffer)?;
+            if crc32c(buffer) != page.crc32c {
+                return Err(Error::corrupt(
+                    "page checksum mismatch: the page's bytes are damaged",
+                ));
+            }
+            if !page.chunk_crc32c.is_empty() {
+                if page.chunk_crc32c.len() != layout.num_chunks() {
+                    return Err(Error::corrupt(format!(
+                        "{} chunk checksums for {} chunks",
+                        page.chunk_crc32c.len(),
+                        layout.num_chunks()
+                    )));
+                }
+                for (c, (chunk, &crc)) in layout.chunks().iter().zip(&page.chunk_crc32c).enumerate()
+                {
+                    let bytes = &buffer[chunk.offset..chunk.offset + chunk.num_bytes];
+                    if crc32c(bytes) != crc {
+                        return Err(Error::corrupt(format!(
+                            "chunk {c} checksum mismatch: the chunk's bytes are damaged"
+                        )));
+                    }
+                }
+                summary.chunk_checksums += layout.num_chunks() as u64;
+            }
+            let encoding = page
+                .encoding
+                .as_ref()
+                .ok_or_else(|| Error::corrupt("page has no encoding"))?;
+            let chunks = layout.num_chunks() as u64;
+            let page_buffers = read_page_buffers(&mut self.source, page, true)?;
+            let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
+            let decoder =
+                PageDecoder::with_layout(decompressor_for(encoding, &slices)?, layout, buffer)?
+                    .with_data_type(field.data_type())?;
+            // Decoded a slice of whole chunks at a time, so a page of long
+            // runs (a few bytes standing for gigabytes) is checked in the memory
+            // of a slice, not of the page.
+            let mut actual = PageStats::default();
+            let mut first = 0;
+            while first < decoder.num_chunks() {
+                let start = decoder.chunk_rows(first)?.start;
+                let mut end = decoder.chunk_rows(first)?.end;
+                let mut next = first + 1;
+                while next < decoder.num_chunks() {
+                    let rows = decoder.chunk_rows(next)?;
+                    if (rows.end - start).saturating_mul(width) > VERIFY_SLICE_BYTES {
+                        break;
+                    }
+                    end = rows.end;
+                    next += 1;
+                }
+                let array = decoder.decode_range(start..end)?;
+                actual.merge(&PageStats::of(array.as_ref()));
+                first = next;
+            }
+            if let Some(recorded) = &page.statistics {
+                // Pruning and statistics-only answers trust these: a footer whose
+                // figures are well formed but untrue is caught only here.
+                let recorded = PageStats::from_proto(recorded, field.data_type(), page.num_values)?;
+                if recorded != actual {
+                    return Err(Error::corrupt(format!(
+                        "page statistics disagree with the page's values: the footer records {recorded}, the values have {actual}"
+                    )));
+                }
+                summary.page_stats += 1;
+            }
+            summary.nulls += actual.null_count;
+            summary.chunks += chunks;
+            Ok(())
+        })();
+        checked.map_err(|e| in_page(e, &field, index))?;
+        summary.pages += 1;
+        summary.bytes += page.length;
+        Ok(())
+    }
+
+    /// The byte ranges [`verify_page`](Self::verify_page) reads of page `index` of
+    /// `column`: its data and its buffers.
+    #[cfg(feature = "object-store")]
+    pub(crate) fn page_bytes(&self, column: usize, index: usize) -> Range<u64> {
+        let page = &self.meta.footer.columns[column].pages[index];
+        let buffers = page
+            .buffer_sizes
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b));
+        page.offset
+            ..page
+                .offset
+                .saturating_add(page.length)
+                .saturating_add(buffers)
+    }
+
+    /// Pages of each column.
+    #[cfg(feature = "object-store")]
+    pub(crate) fn page_counts(&self) -> Vec<usize> {
+        self.meta
+            .footer
+            .columns
+            .iter()
+            .map(|c| c.pages.len())
+            .collect()
     }
 
     /// The source, for a reader that fills it before each read (`ObjectStoreReader`).

@@ -412,6 +412,35 @@ impl ObjectStoreReader {
         result
     }
 
+    /// Checks the whole object as [`FileReader::verify`] checks a file: every checksum, and
+    /// every page decoded with its statistics compared. Pages are fetched one at a time
+    /// (a request each), so memory stays at one page.
+    pub async fn verify(&mut self) -> Result<super::VerifySummary> {
+        let mut summary = super::VerifySummary::default();
+        let mut buffer = Vec::new();
+        for (column, pages) in self.reader.page_counts().into_iter().enumerate() {
+            for index in 0..pages {
+                let range = self.reader.page_bytes(column, index);
+                self.reader.source_mut().release();
+                fetch(
+                    &*self.store,
+                    &self.path,
+                    &[range],
+                    self.reader.source_mut(),
+                    &mut self.count,
+                )
+                .await?;
+                let checked = self
+                    .reader
+                    .verify_page(column, index, &mut buffer, &mut summary);
+                self.reader.source_mut().release();
+                checked?;
+            }
+            summary.columns += 1;
+        }
+        Ok(summary)
+    }
+
     /// Reads a whole column.
     pub async fn read_column(&mut self, column: usize) -> Result<ArrayRef> {
         let rows = self.reader.num_rows();

@@ -153,3 +153,22 @@ pub fn shared_dir() -> PathBuf {
     );
     dir
 }
+
+/// A column file's `bytes` with its footer edited by `edit` and its trailer (length and
+/// checksum) made right again: a footer that lies with a correct checksum.
+pub fn with_footer(
+    bytes: &[u8],
+    edit: impl FnOnce(&mut miniblock::proto::file::Footer),
+) -> Vec<u8> {
+    let reader = miniblock::file::FileReader::open(std::io::Cursor::new(bytes)).unwrap();
+    let mut footer = reader.footer().clone();
+    let data_end = bytes.len() - 12 - prost::Message::encoded_len(&footer);
+    edit(&mut footer);
+    let mut out = bytes[..data_end].to_vec();
+    let encoded = prost::Message::encode_to_vec(&footer);
+    out.extend_from_slice(&encoded);
+    out.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
+    out.extend_from_slice(&miniblock::crc32c(&encoded).to_le_bytes());
+    out.extend_from_slice(&miniblock::file::MAGIC);
+    out
+}

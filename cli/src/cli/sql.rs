@@ -38,6 +38,12 @@ pub struct Args {
     /// How to print the result.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// First check every column file the query reads, as `miniblock verify` does
+    /// (checksums, every page decoded, statistics against values): answers taken from
+    /// footer statistics (`count(*)`, `min`, `max`, pages skipped by a filter) are then
+    /// known true. Reads all of every file.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// What `miniblock sql` says in a build without the `sql` feature.
@@ -102,6 +108,9 @@ mod engine {
             .set_bool("datafusion.sql_parser.enable_ident_normalization", false);
         let ctx = miniblock_datafusion::enable_url_table(SessionContext::new_with_config(config));
         let frame = ctx.sql(&args.query).await.map_err(|e| engine_error(&e))?;
+        if args.verify {
+            verify_tables(&ctx, frame.logical_plan()).await?;
+        }
         let mut batches = frame.execute_stream().await.map_err(|e| engine_error(&e))?;
         let mut watch = output::PipeWatch::new(std::io::stdout().lock());
         let result = write_batches(args.format, &mut batches, &mut watch).await;
@@ -156,6 +165,40 @@ mod engine {
                     .map_err(|e| write_error(stdout, &e))
             }
         }
+    }
+
+    /// Verifies the column files of every table `plan` scans.
+    async fn verify_tables(
+        ctx: &SessionContext,
+        plan: &datafusion::logical_expr::LogicalPlan,
+    ) -> Result<(), CliError> {
+        use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+        use datafusion::logical_expr::LogicalPlan;
+        let mut tables = Vec::new();
+        plan.apply(|node| {
+            if let LogicalPlan::TableScan(scan) = node {
+                tables.push(datafusion::datasource::source_as_provider(&scan.source)?);
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })
+        .map_err(|e| engine_error(&e))?;
+        // Subqueries are plans of their own.
+        plan.apply_subqueries(|sub| {
+            sub.apply(|node| {
+                if let LogicalPlan::TableScan(scan) = node {
+                    tables.push(datafusion::datasource::source_as_provider(&scan.source)?);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+        .map_err(|e| engine_error(&e))?;
+        let state = ctx.state();
+        for table in tables {
+            if let Some(table) = table.downcast_ref::<miniblock_datafusion::MiniblockTable>() {
+                table.verify(&state).await.map_err(|e| engine_error(&e))?;
+            }
+        }
+        Ok(())
     }
 
     /// A query error on one line.
