@@ -176,7 +176,7 @@ impl FrameType {
 
     /// The numpy dtype (`dtype.str`) values of this type are returned as: the one they
     /// came from, or the Arrow type's: floats and integers as themselves, timestamps as
-    /// `datetime64`, durations as `timedelta64` (in their unit), Date64 as
+    /// `datetime64`, durations as `timedelta64` (in their unit), booleans as `bool`, Date64 as
     /// `datetime64[ms]`, Date32 and Time32 as `int32`, Time64 as `int64`, and the rest
     /// (decimals, intervals, fixed-size binaries) as raw bytes (`|V<width>`).
     pub fn numpy_dtype(&self) -> Result<String> {
@@ -205,6 +205,7 @@ impl FrameType {
             DataType::Timestamp(u, _) => format!("{order}M8[{}]", unit(u)),
             DataType::Duration(u) => format!("{order}m8[{}]", unit(u)),
             DataType::Date64 => format!("{order}M8[ms]"),
+            DataType::Boolean => "|b1".to_owned(),
             _ => format!("|V{width}"),
         })
     }
@@ -441,7 +442,7 @@ pub fn encode_array(
     let values = value_bytes(&data, width)?;
     let len = [array.len() as u64];
     encode(
-        values,
+        &values,
         &FrameType::new(data_type),
         shape.unwrap_or(&len),
         array.logical_nulls().as_ref(),

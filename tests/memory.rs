@@ -517,6 +517,29 @@ fn long_runs_are_verified_in_slices() {
     });
     // The page's parsed chunk table (32,768 entries) is most of it.
     assert!(peak < 4 << 20, "10 rows allocated {peak} bytes");
+
+    // One 5-byte fill chunk: a single run of 65,536 values of 16 KiB (1 GiB). Ten of
+    // its rows cost ten rows.
+    let fill = miniblock::encodings::FillCompressor::new(
+        vec![7; 16_384],
+        Encoding::Zstd.compressor(16_384 * 8).unwrap(),
+    )
+    .unwrap();
+    let message = miniblock::encodings::MiniBlockCompressor::array_encoding(&fill);
+    let data = [0x01, 0x00, 0x80, 0x80, 0x04];
+    let page = standalone_page(true, &[(data.len() as u32, 0, 0)], &data);
+    let (peak, _) = measure(&serial, || {
+        let rows = PageDecoder::try_new(&message, 65_536, &page)
+            .and_then(|d| d.decode_range(30_000..30_010))
+            .unwrap();
+        let rows = rows.to_data();
+        assert!(rows.buffers()[0].as_slice().iter().all(|&b| b == 7));
+        assert_eq!(rows.len(), 10);
+    });
+    assert!(
+        peak < 1 << 20,
+        "10 rows of a 1 GiB fill chunk allocated {peak} bytes"
+    );
 }
 
 /// A footer of 200,000 columns opens in time proportional to its size (the duplicate-name

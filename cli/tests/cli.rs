@@ -2532,3 +2532,68 @@ fn sql_verify_catches_lying_statistics() {
     let err = fails(&["sql", "--verify", &query(&lying)]);
     assert!(err.contains("statistics disagree"), "{err}");
 }
+
+/// Boolean columns (a DataFrame's flag column) are encoded, not skipped: through Parquet
+/// and Arrow with their nulls, through `.npy` as numpy's bool, and queried in SQL.
+#[test]
+fn boolean_columns_round_trip() {
+    use arrow_array::BooleanArray;
+    let dir = temp();
+    let n = 20_000;
+    let flag: ArrayRef = Arc::new(BooleanArray::from_iter(
+        (0..n).map(|i| (i % 97 != 0).then_some(i % 3 == 0 || i % 7 == 1)),
+    ));
+    let all: ArrayRef = Arc::new(BooleanArray::from(vec![true; n]));
+    let x: ArrayRef = Arc::new(Float64Array::from_iter_values((0..n).map(|i| i as f64)));
+    let batch =
+        RecordBatch::try_from_iter([("x", x), ("flag", flag.clone()), ("all", all)]).unwrap();
+    let parquet = dir.path().join("b.parquet");
+    write_parquet(&parquet, &batch);
+    let encoded = dir.path().join("b.mb");
+    let said = String::from_utf8(miniblock(&["encode", s(&parquet), s(&encoded)]).stderr).unwrap();
+    assert!(!said.contains("skipped"), "{said}");
+    let back = dir.path().join("back.arrow");
+    ok(&["decode", s(&encoded), s(&back)]);
+    let read = read_ipc(&back);
+    assert_eq!(read.schema().fields(), batch.schema().fields());
+    for c in 0..3 {
+        assert_eq!(
+            read.column(c).as_ref(),
+            batch.column(c).as_ref(),
+            "column {c}"
+        );
+    }
+    // An all-true column costs next to nothing; the checksums and decode hold.
+    assert!(ok(&["inspect", s(&encoded)]).contains("column \"all\": Boolean"));
+    ok(&["verify", s(&encoded)]);
+
+    // numpy bool in and out (nulls are written as false, and said).
+    let bools: Vec<u8> = (0..1000).map(|i| u8::from(i % 3 == 0)).collect();
+    let npy = dir.path().join("b.npy");
+    fs::write(&npy, npy_bytes("|b1", "(1000,)", false, &bools)).unwrap();
+    let from_npy = dir.path().join("n.mb");
+    ok(&["encode", s(&npy), s(&from_npy)]);
+    let out = dir.path().join("n.npy");
+    ok(&["decode", s(&from_npy), s(&out)]);
+    assert_eq!(fs::read(&out).unwrap(), fs::read(&npy).unwrap());
+    let out = dir.path().join("flag.npy");
+    let said = ok(&["decode", s(&encoded), "--column", "flag", s(&out)]);
+    assert!(said.contains("null(s) written as zero"), "{said}");
+
+    if cfg!(feature = "sql") {
+        let expected = (0..n)
+            .filter(|i| i % 97 != 0 && (i % 3 == 0 || i % 7 == 1))
+            .count();
+        let csv = ok(&[
+            "sql",
+            "--format",
+            "csv",
+            &format!("SELECT count(*) FROM '{}' WHERE flag", s(&encoded)),
+        ]);
+        assert_eq!(
+            csv.lines().nth(1),
+            Some(expected.to_string().as_str()),
+            "{csv}"
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //! repeated up to 100,000 times (large claimed counts, log values up to 16, validity and
 //! compressed flags, narrow or wide entries), a u64 value count, any encoding of widths 1
 //! to 65,536 bytes, and chunk bytes that may start with a Zstd frame header claiming a
-//! size. Decoding must return Ok or Err, never panic, and never allocate more than the
+//! size; any of them may be wrapped in a fill of a value of the page's width, whose 5-byte
+//! chunks can stand for a whole chunk of runs. Decoding must return Ok or Err, never panic, and never allocate more than the
 //! bytes present justify (the run's -malloc_limit_mb catches that): one row per chunk is
 //! asked for, and the whole page only when its claimed output is small.
 #![no_main]
@@ -29,6 +30,8 @@ struct Claim {
     entries: Vec<Entry>,
     repeat: u16,
     fill: Vec<u8>,
+    /// Wrap the encoding in a fill of this byte repeated to the page's width.
+    fill_value: Option<u8>,
 }
 
 const WIDTHS: [u64; 9] = [1, 2, 4, 8, 5, 16, 300, 16_384, 65_536];
@@ -39,8 +42,18 @@ const MAX_DATA: usize = 256 * 1024;
 fuzz_target!(|claim: Claim| {
     let encoding = Encoding::ALL[usize::from(claim.encoding) % Encoding::ALL.len()];
     let bits = WIDTHS[usize::from(claim.width) % WIDTHS.len()] * 8;
-    let Ok(message) = encoding.compressor(bits).map(|c| c.array_encoding()) else {
+    let Ok(compressor) = encoding.compressor(bits) else {
         return;
+    };
+    let message = match claim.fill_value {
+        None => compressor.array_encoding(),
+        Some(byte) => {
+            let value = vec![byte; compressor.value_width()];
+            match miniblock::encodings::FillCompressor::new(value, compressor) {
+                Ok(fill) => miniblock::encodings::MiniBlockCompressor::array_encoding(&fill),
+                Err(_) => return,
+            }
+        }
     };
     if claim.entries.is_empty() {
         return;

@@ -184,6 +184,7 @@ def test_arrow_arrays_with_nulls():
         miniblock.decode(blob)
     assert arrow_same(miniblock.decode_arrow(blob, 10, 20), arr.slice(10, 10))
     for arr in (pa.array([1, None, 3], pa.int32()),
+                pa.array([True, None, False, True] * 500, pa.bool_()),
                 pa.array([0, None, 2**40], pa.timestamp("ms", tz="UTC")),
                 pa.array([1, 2, None], pa.uint16()),
                 pa.chunked_array([[1.0, 2.0], [None, 4.0]])):
@@ -280,9 +281,10 @@ def test_column_files(tmp_path):
 
 def test_pandas_goes_through_pyarrow(tmp_path):
     pd = pytest.importorskip("pandas")
-    df = pd.DataFrame({"a": np.arange(10, dtype=np.float64), "b": np.arange(10, dtype=np.int16)})
+    df = pd.DataFrame({"a": np.arange(10, dtype=np.float64), "b": np.arange(10, dtype=np.int16),
+                       "flag": np.arange(10) % 3 == 0})
     miniblock.write_table(df, tmp_path / "df.mb")
-    assert miniblock.read_table(tmp_path / "df.mb").to_pandas()[["a", "b"]].equals(df)
+    assert miniblock.read_table(tmp_path / "df.mb").to_pandas()[["a", "b", "flag"]].equals(df)
 
 
 def test_numcodecs_codec():

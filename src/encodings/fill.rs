@@ -539,6 +539,82 @@ impl MiniBlockDecompressor for FillDecompressor {
         })
     }
 
+    /// Only the values other than the fill are decoded whole; the rows asked for are
+    /// then laid out from the runs, so ten rows of a chunk that is one long run cost ten
+    /// rows, not the chunk.
+    fn decompress_rows_into(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        rows: std::ops::Range<usize>,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+        _partial: &mut MutableBuffer,
+    ) -> Result<()> {
+        let width = self.value_width();
+        if rows.start > rows.end || rows.end > num_values {
+            return Err(Error::invalid(format!(
+                "rows {rows:?} of a fill chunk of {num_values} values"
+            )));
+        }
+        check_output(out, rows.len(), width)?;
+        if num_values > MAX_CHUNK_VALUES {
+            return Err(Error::corrupt(format!(
+                "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
+            )));
+        }
+        let mut list = Vec::new();
+        let (runs, inner) = Runs::parse(chunk, num_values, &mut list)?;
+        let others = num_values - runs.filled;
+        let mut values = MutableBuffer::new(0);
+        if others == 0 {
+            if !inner.is_empty() {
+                return Err(Error::corrupt(format!(
+                    "fill chunk of {num_values} fill values has {} bytes after its runs",
+                    inner.len()
+                )));
+            }
+        } else {
+            self.inner
+                .decompress_append(inner, others, storage, &mut values, scratch)?;
+        }
+        // Segments in order: `gap` values of `values`, then `len` of the fill; the rest
+        // of the chunk after the last run is of `values`.
+        let segments = list[runs.at.clone()]
+            .iter()
+            .flat_map(|&(gap, len)| [(gap as usize, false), (len as usize, true)])
+            .chain([(others, false)]);
+        let (mut row, mut from) = (0usize, 0usize);
+        for (count, is_fill) in segments {
+            let count = if is_fill {
+                count
+            } else {
+                count.min(num_values - row)
+            };
+            let (lo, hi) = (row.max(rows.start), (row + count).min(rows.end));
+            if lo < hi {
+                let dst = &mut out[(lo - rows.start) * width..(hi - rows.start) * width];
+                if is_fill {
+                    for v in dst.chunks_exact_mut(width) {
+                        v.copy_from_slice(&self.fill);
+                    }
+                } else {
+                    let at = (from + lo - row) * width;
+                    dst.copy_from_slice(&values.as_slice()[at..at + (hi - lo) * width]);
+                }
+            }
+            if !is_fill {
+                from += count;
+            }
+            row += count;
+            if row >= rows.end {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn decompress_chunks_into(
         &self,
         chunks: &[&[u8]],
@@ -670,6 +746,28 @@ mod tests {
                         let storage = c.compress_chunk(&bytes, &mut out, &mut Vec::new()).unwrap();
                         let back = d.decompress(&out, n, storage).unwrap();
                         assert_eq!(back, bytes, "{inner:?} fill {fill} n {n} density {density}");
+                        // Row ranges: every start and end near both edges and the middle.
+                        let edges = [0, 1, n / 2, n.saturating_sub(1), n];
+                        for &start in &edges {
+                            for &end in edges.iter().filter(|&&e| e >= start) {
+                                let mut rows = vec![0u8; (end - start) * 4];
+                                d.decompress_rows_into(
+                                    &out,
+                                    n,
+                                    storage,
+                                    start..end,
+                                    &mut rows,
+                                    &mut Vec::new(),
+                                    &mut MutableBuffer::new(0),
+                                )
+                                .unwrap();
+                                assert_eq!(
+                                    rows,
+                                    bytes[start * 4..end * 4],
+                                    "{inner:?} {n} {start}..{end}"
+                                );
+                            }
+                        }
                         let (min, max) = d.raw_len_range(n).unwrap();
                         if storage == ChunkStorage::Raw {
                             assert!((min..=max).contains(&out.len()), "{inner:?} {n}");

@@ -375,6 +375,38 @@ pub trait MiniBlockDecompressor: Send + Sync + fmt::Debug {
         })
     }
 
+    /// Decodes rows `rows` of one chunk of `num_values` values into `out` (exactly their
+    /// bytes). The default decodes the whole chunk into `partial` (appended to, so it is
+    /// allocated only as the chunk's bytes prove it) and copies the rows; an encoding
+    /// whose chunks can expand far beyond their bytes decodes only what the rows need.
+    #[allow(clippy::too_many_arguments)]
+    fn decompress_rows_into(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        rows: std::ops::Range<usize>,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+        partial: &mut MutableBuffer,
+    ) -> Result<()> {
+        let w = self.value_width();
+        partial.clear();
+        self.decompress_append(chunk, num_values, storage, partial, scratch)?;
+        let bytes = partial
+            .as_slice()
+            .get(rows.start * w..rows.end * w)
+            .filter(|b| b.len() == out.len())
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "rows {rows:?} of a chunk of {num_values} values into {} bytes",
+                    out.len()
+                ))
+            })?;
+        out.copy_from_slice(bytes);
+        Ok(())
+    }
+
     /// Decodes a run of whole uncompressed chunks like
     /// [`decompress_uncompressed_chunks_into`](Self::decompress_uncompressed_chunks_into)
     /// and appends the `chunks.len()` bytes of values to `out`. On error `out` keeps its

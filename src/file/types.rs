@@ -18,7 +18,7 @@ pub(crate) fn set_column_type(column: &mut pb::Column, data_type: &DataType) -> 
     use pb::ValueType as V;
     let refuse = || {
         Error::invalid(format!(
-            "column {:?} has type {data_type}; miniblock files hold fixed-width columns (floats, integers, temporal, decimals, FixedSizeBinary)",
+            "column {:?} has type {data_type}; miniblock files hold fixed-width columns (floats, integers, temporal, decimals, FixedSizeBinary, booleans)",
             column.name
         ))
     };
@@ -86,6 +86,7 @@ pub(crate) fn set_column_type(column: &mut pb::Column, data_type: &DataType) -> 
             column.byte_width = u32::try_from(*w).map_err(|_| refuse())?;
             V::FixedSizeBinary
         }
+        DataType::Boolean => V::Boolean,
         _ => return Err(refuse()),
     };
     column.value_type = value_type as i32;
@@ -189,6 +190,7 @@ pub(crate) fn column_type(c: usize, column: &pb::Column) -> Result<DataType> {
                 .ok_or_else(|| corrupt(format!("byte width {}", column.byte_width)))?;
             DataType::FixedSizeBinary(width)
         }
+        V::Boolean => DataType::Boolean,
     };
     value_width(&data_type).map_err(|e| corrupt(e.to_string()))?;
     Ok(data_type)

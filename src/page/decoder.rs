@@ -3,8 +3,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{make_array, ArrayRef, Float16Array, Float32Array, Float64Array};
-use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, ScalarBuffer};
+use arrow_array::{make_array, ArrayRef, BooleanArray, Float16Array, Float32Array, Float64Array};
+use arrow_buffer::{
+    BooleanBuffer, BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer, ScalarBuffer,
+};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
 
@@ -511,7 +513,6 @@ impl<'a> PageDecoder<'a> {
         scratch: &mut Vec<u8>,
         partial: &mut MutableBuffer,
     ) -> Result<()> {
-        let w = self.width;
         let chunk = &self.layout.chunks()[index];
         let bytes = &self.data[chunk.offset..chunk.offset + chunk.num_bytes];
         let (bitmap, encoded) = split_validity(bytes, chunk, index)?;
@@ -521,14 +522,10 @@ impl<'a> PageDecoder<'a> {
                 .decompress_into(encoded, n, chunk.storage, out, scratch)
                 .map_err(|e| in_chunk(e, index))?;
         } else {
-            // Appended, not resized up front: the whole chunk is allocated only once its
-            // bytes have been checked to hold it (see `decompress_append`).
-            partial.clear();
+            let local = rows.start - chunk.first_row..rows.end - chunk.first_row;
             self.decompressor
-                .decompress_append(encoded, n, chunk.storage, partial, scratch)
+                .decompress_rows_into(encoded, n, chunk.storage, local, out, scratch, partial)
                 .map_err(|e| in_chunk(e, index))?;
-            let from = rows.start - chunk.first_row;
-            out.copy_from_slice(&partial.as_slice()[from * w..(from + rows.len()) * w]);
         }
         if let Some(validity) = validity {
             let local = rows.start - chunk.first_row..rows.end - chunk.first_row;
@@ -612,6 +609,18 @@ pub(crate) fn build_array(
     // The float types directly (a quarter of a 4 KiB page's decode went to building and
     // checking a generic ArrayData); every other type through ArrayData. `values` comes
     // from a MutableBuffer, aligned for any primitive type.
+    if data_type == &DataType::Boolean {
+        // A byte per value in pages: anything but 0 or 1 was not written by an encoder.
+        let bytes = values.as_slice();
+        if let Some(at) = bytes.iter().position(|&b| b > 1) {
+            return Err(Error::corrupt(format!(
+                "boolean value {at} is stored as {}, not 0 or 1",
+                bytes[at]
+            )));
+        }
+        let bits = BooleanBuffer::collect_bool(len, |i| bytes[i] != 0);
+        return Ok(Arc::new(BooleanArray::new(bits, nulls)));
+    }
     let values: Buffer = values.into();
     match data_type {
         DataType::Float16 => Ok(Arc::new(

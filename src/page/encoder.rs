@@ -1,7 +1,10 @@
 //! Arrow array -> [`EncodedPage`].
 
+use std::borrow::Cow;
+
 use arrow_array::{Array, Float16Array, Float32Array, Float64Array};
-use arrow_buffer::NullBuffer;
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_schema::DataType;
 
 use super::{value_width, ChunkMeta, EncodedPage};
 use crate::encodings::auto::TrialChunk;
@@ -24,15 +27,25 @@ enum Mode {
 }
 
 /// The bytes of the values of a fixed-width array of `width`-byte values, its offset
-/// applied.
-pub(crate) fn value_bytes(data: &arrow_data::ArrayData, width: usize) -> Result<&[u8]> {
+/// applied; a boolean array's bits as a byte each, 0 or 1.
+pub(crate) fn value_bytes(data: &arrow_data::ArrayData, width: usize) -> Result<Cow<'_, [u8]>> {
+    let short = || Error::invalid("array values buffer is shorter than its length");
+    if data.data_type() == &DataType::Boolean {
+        let buffer = data.buffers().first().ok_or_else(short)?;
+        if buffer.len() * 8 < data.offset() + data.len() {
+            return Err(short());
+        }
+        let bits = BooleanBuffer::new(buffer.clone(), data.offset(), data.len());
+        return Ok(Cow::Owned(bits.iter().map(u8::from).collect()));
+    }
     data.buffers()
         .first()
         .and_then(|b| {
             b.as_slice()
                 .get(data.offset() * width..(data.offset() + data.len()) * width)
         })
-        .ok_or_else(|| Error::invalid("array values buffer is shorter than its length"))
+        .map(Cow::Borrowed)
+        .ok_or_else(short)
 }
 
 /// Encodes `array` (any fixed-width type, nullable or not) with `encoding` and the default
@@ -105,7 +118,7 @@ impl PageEncoder {
             return self.encode_values(a.values().inner().as_slice(), a.nulls());
         }
         let data = array.to_data();
-        self.encode_values(value_bytes(&data, width)?, array.nulls())
+        self.encode_values(&value_bytes(&data, width)?, array.nulls())
     }
 
     /// The compressor this encoder uses for a page of `values` (the fixed one, or `auto`'s

@@ -325,7 +325,10 @@ impl EncodedPage {
 pub fn value_width(data_type: &DataType) -> Result<usize> {
     let width = match data_type {
         DataType::FixedSizeBinary(w) => usize::try_from(*w).ok().filter(|&w| w > 0),
-        DataType::Boolean | DataType::Null => None,
+        // A byte per value in pages, 0 or 1 (bit-packed again by the encodings that pay:
+        // bit-packing, runs, constant chunks).
+        DataType::Boolean => Some(1),
+        DataType::Null => None,
         other => other.primitive_width(),
     };
     match width {
@@ -334,7 +337,7 @@ pub fn value_width(data_type: &DataType) -> Result<usize> {
             "{data_type} has {w}-byte values, more than the {MAX_VALUE_WIDTH} bytes supported"
         ))),
         None => Err(Error::invalid(format!(
-            "data type {data_type} is not supported (miniblock encodes fixed-width types: floats, integers, temporal, decimals, FixedSizeBinary)"
+            "data type {data_type} is not supported (miniblock encodes fixed-width types: floats, integers, temporal, decimals, FixedSizeBinary, booleans)"
         ))),
     }
 }

@@ -89,7 +89,7 @@ fn parse_rows(text: &str, num_rows: u64) -> Result<Range<u64>, CliError> {
     Ok(start..end)
 }
 
-/// The numpy dtype of a column: numbers by name, timestamps and durations as
+/// The numpy dtype of a column: numbers and booleans by name, timestamps and durations as
 /// `datetime64`/`timedelta64` of their unit (a time zone is dropped: the values are UTC),
 /// 32- and 64-bit decimals as their storage integers (with a note on stderr saying so),
 /// anything else (dates, times, wider decimals, fixed-size binary) as raw `V<width>`
@@ -106,6 +106,7 @@ fn npy_descr(data_type: &DataType, width: usize) -> String {
         DataType::Float16 => "<f2".into(),
         DataType::Float32 => "<f4".into(),
         DataType::Float64 => "<f8".into(),
+        DataType::Boolean => "|b1".into(),
         DataType::Int8 => "|i1".into(),
         DataType::UInt8 => "|u1".into(),
         DataType::Int16 | DataType::Int32 | DataType::Int64 => format!("<i{width}"),
@@ -141,10 +142,16 @@ fn null_fill(data_type: &DataType, width: usize) -> (Vec<u8>, &'static str) {
 
 /// The values of a fixed-width array as little-endian bytes, `fill` under nulls.
 fn le_bytes(array: &dyn Array, fill: &[u8]) -> Vec<u8> {
-    let data = array.to_data();
     let width = value_width(array.data_type()).unwrap_or(1);
-    let start = data.offset() * width;
-    let mut bytes = data.buffers()[0].as_slice()[start..start + data.len() * width].to_vec();
+    let mut bytes = if let Some(bools) = array.as_any().downcast_ref::<arrow_array::BooleanArray>()
+    {
+        // numpy's bool: a byte per value, 0 or 1.
+        bools.values().iter().map(u8::from).collect()
+    } else {
+        let data = array.to_data();
+        let start = data.offset() * width;
+        data.buffers()[0].as_slice()[start..start + data.len() * width].to_vec()
+    };
     if let Some(nulls) = array.nulls() {
         for (value, valid) in bytes.chunks_exact_mut(width).zip(nulls.iter()) {
             if !valid {

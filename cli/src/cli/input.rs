@@ -281,6 +281,7 @@ fn npy_dtype(descr: &str, shown: &str) -> Result<(DataType, usize, bool), CliErr
         )),
     };
     let data_type = match (kind, width) {
+        ("b", 1) => DataType::Boolean,
         ("f", 2) => DataType::Float16,
         ("f", 4) => DataType::Float32,
         ("f", 8) => DataType::Float64,
@@ -296,14 +297,14 @@ fn npy_dtype(descr: &str, shown: &str) -> Result<(DataType, usize, bool), CliErr
         ("m", 8) => DataType::Duration(time_unit(unit)?),
         _ => {
             return Err(refuse(
-                "is not a fixed-width number, datetime64 or timedelta64 (bool, strings, objects and complex numbers cannot be encoded)",
+                "is not a fixed-width number, bool, datetime64 or timedelta64 (strings, objects and complex numbers cannot be encoded)",
             ))
         }
     };
     Ok((data_type, width, swap && width > 1))
 }
 
-/// `.npy` version 1, 2 or 3 of any fixed-width numeric, datetime64 or timedelta64 dtype in
+/// `.npy` version 1, 2 or 3 of any fixed-width numeric, bool, datetime64 or timedelta64 dtype in
 /// either byte order (big-endian converted), any shape in C order (values in file order;
 /// a Fortran-order array of more than one dimension is refused).
 fn npy(file: File, file_len: u64, name: &str, shown: &str) -> Result<Opened, CliError> {
@@ -402,11 +403,17 @@ fn npy(file: File, file_len: u64, name: &str, shown: &str) -> Result<Opened, Cli
                 value.reverse();
             }
         }
-        let array = arrow_data::ArrayData::builder(data_type.clone())
-            .len(take / width)
-            .add_buffer(arrow_buffer::Buffer::from(buf.as_slice()))
-            .build()
-            .map(arrow_array::make_array);
+        let array = if data_type == DataType::Boolean {
+            // numpy's bool: a byte per value, any non-zero byte true (as numpy reads it).
+            let bits: arrow_array::BooleanArray = buf.iter().map(|&b| Some(b != 0)).collect();
+            Ok(Arc::new(bits) as ArrayRef)
+        } else {
+            arrow_data::ArrayData::builder(data_type.clone())
+                .len(take / width)
+                .add_buffer(arrow_buffer::Buffer::from(buf.as_slice()))
+                .build()
+                .map(arrow_array::make_array)
+        };
         Some(
             array
                 .and_then(|a| RecordBatch::try_new(batch_schema.clone(), vec![a]))
