@@ -2597,3 +2597,43 @@ fn boolean_columns_round_trip() {
         );
     }
 }
+
+/// `miniblock sql "COPY (...) TO 'x.mb'"` writes a column file the other commands read,
+/// and never replaces one.
+#[cfg(feature = "sql")]
+#[test]
+fn sql_copy_to_writes_a_column_file() {
+    let dir = temp();
+    let raw = write_raw_f32(dir.path(), "v.f32", &common::mixed_f32(10_000, 4));
+    let encoded = dir.path().join("v.mb");
+    ok(&["encode", s(&raw), s(&encoded)]);
+    let copied = dir.path().join("big.mb");
+    let copy = format!(
+        "COPY (SELECT v, v > 0 AS positive FROM '{}' WHERE v > -1) TO '{}'",
+        s(&encoded),
+        s(&copied)
+    );
+    ok(&["sql", &copy]);
+    ok(&["verify", s(&copied)]);
+    // The answers only (the header names the file).
+    let answer = |sql: String| {
+        ok(&["sql", "--format", "csv", &sql])
+            .lines()
+            .nth(1)
+            .map(str::to_owned)
+    };
+    assert_eq!(
+        answer(format!(
+            "SELECT count(*), sum(CAST(positive AS INT)) FROM '{}'",
+            s(&copied)
+        )),
+        answer(format!(
+            "SELECT count(*), sum(CAST(v > 0 AS INT)) FROM '{}' WHERE v > -1",
+            s(&encoded)
+        ))
+    );
+    let before = fs::read(&copied).unwrap();
+    let err = fails(&["sql", &copy]);
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(fs::read(&copied).unwrap(), before);
+}

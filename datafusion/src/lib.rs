@@ -40,6 +40,7 @@
 
 mod codec;
 mod exec;
+mod format;
 mod prune;
 mod stats;
 mod table;
@@ -47,6 +48,7 @@ mod url;
 
 pub use codec::MiniblockCodec;
 pub use exec::MiniblockScanExec;
+pub use format::{MiniblockFormat, MiniblockFormatFactory};
 pub use table::MiniblockTable;
 pub use url::enable_url_table;
 

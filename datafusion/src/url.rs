@@ -12,7 +12,7 @@ use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionState;
 use datafusion_session::SessionStore;
 
-use crate::{MiniblockTable, FILE_EXTENSION};
+use crate::{MiniblockFormatFactory, MiniblockTable, FILE_EXTENSION};
 
 /// `ctx` with tables named by path in SQL, as DataFusion's own
 /// `SessionContext::enable_url_table` does for Parquet, CSV and JSON: a path or URL
@@ -45,6 +45,19 @@ pub fn enable_url_table(ctx: SessionContext) -> SessionContext {
         .with_catalog_list(catalogs)
         .build()
         .into();
+    // `COPY ... TO 'x.mb'` finds the format by its extension, `STORED AS MB` by its
+    // table factory and then the format.
+    {
+        let state = ctx.state_ref();
+        let mut state = state.write();
+        state
+            .register_file_format(Arc::new(MiniblockFormatFactory), true)
+            .expect("registering a file format with overwrite cannot fail");
+        state.table_factories_mut().insert(
+            "MB".into(),
+            Arc::new(datafusion::datasource::listing_table_factory::ListingTableFactory::new()),
+        );
+    }
     factory.session.with_state(ctx.state_weak_ref());
     factory
         .others

@@ -619,3 +619,81 @@ async fn out_of_range_temporal_extremes_are_not_statistics() {
         assert!(answer.is_ok(), "{sql} panicked");
     }
 }
+
+/// `COPY (SELECT ...) TO 'x.mb'` writes a column file (types, nulls and values as the
+/// query gave them), `STORED AS MB` reads a directory of them through DataFusion's
+/// listing table, and a column type column files cannot hold fails the query by name.
+#[tokio::test]
+async fn copy_to_writes_column_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("weather.mb");
+    write_file(&source, &weather(), WriteOptions::default());
+    let ctx = enable_url_table(context(2));
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let copied = out.join("hot.mb");
+    let query = format!(
+        "SELECT series, hour, value, value > 20 AS hot FROM '{}' WHERE hour < 5000",
+        source.display()
+    );
+    let counted = run(&ctx, &format!("COPY ({query}) TO '{}'", copied.display())).await;
+    assert!(counted.contains('|'), "{counted}");
+    let expected = run(&ctx, &format!("{query} ORDER BY series, hour")).await;
+    let back = run(
+        &ctx,
+        &format!("SELECT * FROM '{}' ORDER BY series, hour", copied.display()),
+    )
+    .await;
+    assert_eq!(back, expected);
+    let mut reader =
+        miniblock::file::FileReader::open(std::fs::File::open(&copied).unwrap()).unwrap();
+    reader.verify().unwrap();
+    assert_eq!(
+        reader.schema().field(3).data_type(),
+        &datafusion::arrow::datatypes::DataType::Boolean
+    );
+
+    // The same file through a listing table of the directory.
+    run(
+        &ctx,
+        &format!(
+            "CREATE EXTERNAL TABLE listed STORED AS MB LOCATION '{}/'",
+            out.display()
+        ),
+    )
+    .await;
+    let listed = run(&ctx, "SELECT * FROM listed ORDER BY series, hour").await;
+    assert_eq!(listed, expected);
+    let some = run(&ctx, "SELECT count(*), max(value) FROM listed WHERE hot").await;
+    let direct = run(
+        &ctx,
+        &format!("SELECT count(*), max(value) FROM ({query}) WHERE hot"),
+    )
+    .await;
+    let cells = |table: &str| -> Vec<String> {
+        let row = table.lines().nth(3).unwrap_or_default();
+        row.split('|').map(|c| c.trim().to_string()).collect()
+    };
+    assert_eq!(cells(&some), cells(&direct));
+
+    let again = ctx
+        .sql(&format!("COPY ({query}) TO '{}'", copied.display()))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    assert!(again.to_string().contains("already exists"), "{again}");
+
+    let err = ctx
+        .sql(&format!(
+            "COPY (SELECT 'text' AS label) TO '{}'",
+            out.join("bad.mb").display()
+        ))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("label"), "{err}");
+}
