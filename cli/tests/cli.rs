@@ -1507,6 +1507,21 @@ fn flags_follow_the_conventions() {
         said.contains("an Arrow IPC file, not a miniblock file") && !said.contains("file file"),
         "{said}"
     );
+    // Its rows, summed over its record batches from their headers.
+    let batches = dir.path().join("three.feather");
+    let batch = mixed_batch();
+    let mut writer = arrow_ipc::writer::FileWriter::try_new(
+        fs::File::create(&batches).unwrap(),
+        &batch.schema(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        writer.write(&batch).unwrap();
+    }
+    writer.finish().unwrap();
+    let said = ok(&["inspect", s(&batches)]);
+    let rows = 3 * batch.num_rows();
+    assert!(said.contains(&format!("bytes, {rows} rows, ")), "{said}");
     // a miniblock file is inspected as one whatever its name says
     let named_arrow = dir.path().join("really_miniblock.arrow");
     ok(&["encode", s(&raw), "-o", s(&named_arrow)]);
@@ -2276,6 +2291,44 @@ fn csv_inputs_are_encoded() {
     let tsv = dir.path().join("df.tsv");
     fs::write(&tsv, text.replace(',', "\t")).unwrap();
     ok(&["encode", s(&tsv), s(&dir.path().join("tsv.mb")), "-q"]);
+
+    // --csv-type overrides what inference chose; a name or type it does not know, or an
+    // input that is not CSV, is refused in one line.
+    let typed = dir.path().join("typed.mb");
+    ok(&[
+        "encode",
+        s(&input),
+        s(&typed),
+        "--csv-type",
+        "id=Int32",
+        "--csv-type",
+        "temp=Decimal128(6, 1)",
+        "-q",
+    ]);
+    let back = dir.path().join("typed.arrow");
+    ok(&["decode", s(&typed), s(&back), "-q"]);
+    let batch = read_ipc(&back);
+    let schema = batch.schema();
+    assert_eq!(schema.field(0).data_type(), &arrow_schema::DataType::Int32);
+    assert_eq!(
+        schema.field(1).data_type(),
+        &arrow_schema::DataType::Decimal128(6, 1)
+    );
+    let temp = batch
+        .column(1)
+        .as_any()
+        .downcast_ref::<arrow_array::Decimal128Array>()
+        .unwrap();
+    assert_eq!(temp.value(5000), 215);
+    let err = fails(&["encode", s(&input), "--csv-type", "nope=Int32", "-f"]);
+    assert!(
+        err.contains("no such column") && err.contains("\"station\""),
+        "{err}"
+    );
+    let err = bad_argument(&["encode", s(&input), "--csv-type", "id=Int99"]);
+    assert!(err.contains("not an Arrow type"), "{err}");
+    let err = fails(&["encode", s(&back), "--csv-type", "id=Int32", "-f"]);
+    assert!(err.contains("CSV and TSV inputs"), "{err}");
 }
 
 /// A Lance file whose only column is a string column (as pylance 14.0.2 writes

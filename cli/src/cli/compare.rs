@@ -521,7 +521,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let mut all = Vec::new();
     let mut checks = Vec::new();
     for (path, label) in files.iter().zip(labels(&files)) {
-        let mut input = input::open(path, args.dtype, &args.columns, args.raw)?;
+        let mut input = input::open(path, args.dtype, &args.columns, args.raw, &[])?;
         let fields = input.schema.fields().clone();
         let widths = fields
             .iter()

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use arrow_schema::DataType;
 use miniblock::file::{FileWriter, WriteOptions};
 
 use miniblock::encodings::Strategy;
@@ -49,12 +50,29 @@ pub struct Args {
     #[arg(long)]
     raw: bool,
     /// Encode only these columns (repeatable); default: every fixed-width column (floats,
-    /// integers, dates, times, timestamps, decimals, fixed-size binaries).
+    /// integers, booleans, dates, times, timestamps, decimals, fixed-size binaries).
     #[arg(long = "column", value_name = "NAME")]
     columns: Vec<String>,
+    /// A CSV or TSV column's type instead of the one inferred from its values
+    /// (repeatable), in Arrow's notation: `--csv-type code=Int32`,
+    /// `--csv-type when='Timestamp(ms)'`, `--csv-type price='Decimal128(10, 2)'`.
+    #[arg(long = "csv-type", value_name = "NAME=TYPE", value_parser = parse_csv_type)]
+    csv_types: Vec<(String, DataType)>,
     /// Values per page (default: about 1 MiB of values).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     page_values: Option<u64>,
+}
+
+/// `NAME=TYPE` of `--csv-type`, the type in Arrow's notation.
+fn parse_csv_type(text: &str) -> Result<(String, DataType), String> {
+    let (name, type_name) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=TYPE"))?;
+    let data_type: DataType = type_name
+        .trim()
+        .parse()
+        .map_err(|e| format!("{type_name:?} is not an Arrow type ({e}); e.g. Int32, Float32, Date32, 'Timestamp(ms)', 'Decimal128(10, 2)'"))?;
+    Ok((name.to_owned(), data_type))
 }
 
 /// Runs `encode`.
@@ -79,7 +97,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     // that read as if the encode had run.
     output::check_output(&output, &[&args.input], args.output.force)?;
     let started = std::time::Instant::now();
-    let mut input = input::open(&args.input, args.dtype, &columns, args.raw)?;
+    let mut input = input::open(&args.input, args.dtype, &columns, args.raw, &args.csv_types)?;
     // Checked before anything is written, so no file is left behind for it.
     let mut names = std::collections::HashSet::new();
     if let Some(twice) = input

@@ -48,7 +48,18 @@ pub fn open(
     dtype: Option<Dtype>,
     wanted: &[String],
     raw_anyway: bool,
+    csv_types: &[(String, DataType)],
 ) -> Result<Input, CliError> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    if !csv_types.is_empty() && (dtype.is_some() || !matches!(ext.as_str(), "csv" | "tsv")) {
+        return Err(CliError::new(format!(
+            "--csv-type applies to CSV and TSV inputs; {} is not one",
+            path.display()
+        )));
+    }
     if path.as_os_str() == "-" {
         return stdin(dtype, wanted);
     }
@@ -61,10 +72,6 @@ pub fn open(
     let name = path
         .file_stem()
         .map_or_else(|| shown.clone(), |s| s.to_string_lossy().into_owned());
-    let ext = path
-        .extension()
-        .map(|e| e.to_string_lossy().to_ascii_lowercase())
-        .unwrap_or_default();
     let raw_dtype = dtype.or(match ext.as_str() {
         "f32" => Some(Dtype::F32),
         "f64" => Some(Dtype::F64),
@@ -90,7 +97,7 @@ pub fn open(
             }
             "arrow" | "arrows" | "feather" | "ipc" => ipc(file, wanted, &shown)?,
             "parquet" | "pq" => parquet(file, wanted, &shown)?,
-            "csv" | "tsv" => csv(path, ext == "tsv", wanted, &shown)?,
+            "csv" | "tsv" => csv(path, ext == "tsv", wanted, csv_types, &shown)?,
             _ if is_lance(path)? => {
                 note_lance_unverified(&shown);
                 lance(file, wanted, &shown)?
@@ -638,7 +645,13 @@ fn parquet(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliErro
 /// CSV (or, with `tab`, TSV) with a header line, typed by arrow-csv's inference over the
 /// whole file (integers, floats, booleans, dates and timestamps; a column inferred from
 /// its first rows alone could meet a value of another type later), then read again.
-fn csv(path: &Path, tab: bool, wanted: &[String], shown: &str) -> Result<Opened, CliError> {
+fn csv(
+    path: &Path,
+    tab: bool,
+    wanted: &[String],
+    types: &[(String, DataType)],
+    shown: &str,
+) -> Result<Opened, CliError> {
     let bad = |e: arrow_schema::ArrowError| {
         CliError::new(format!("{shown}: not a readable CSV file: {e}"))
     };
@@ -647,10 +660,35 @@ fn csv(path: &Path, tab: bool, wanted: &[String], shown: &str) -> Result<Opened,
     if tab {
         format = format.with_delimiter(b'\t');
     }
-    let (schema, _) = format
+    let (inferred, _) = format
         .clone()
         .infer_schema(BufReader::new(open()?), None)
         .map_err(bad)?;
+    // The types the user named replace the inferred ones (a code of digits as Int32, a
+    // time of day as Time32, ...); a value that does not parse as its type is an error.
+    let mut fields: Vec<Field> = inferred
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    for (name, data_type) in types {
+        let field = fields
+            .iter_mut()
+            .find(|f| f.name() == name)
+            .ok_or_else(|| {
+                CliError::new(format!(
+                    "--csv-type {name}: {shown} has no such column (it has {})",
+                    inferred
+                        .fields()
+                        .iter()
+                        .map(|f| format!("{:?}", f.name()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
+        *field = field.clone().with_data_type(data_type.clone());
+    }
+    let schema = Schema::new_with_metadata(fields, inferred.metadata().clone());
     let indices = fixed_width_columns(&schema, wanted, shown)?;
     let reader = arrow_csv::ReaderBuilder::new(Arc::new(schema.clone()))
         .with_format(format)
@@ -760,6 +798,47 @@ fn lance(file: File, wanted: &[String], shown: &str) -> Result<Opened, CliError>
     let shown = shown.to_owned();
     let batches = scan.map(move |b| b.map_err(|e| CliError::new(format!("{shown}: {e}"))));
     Ok((schema, Some(Size::Rows(rows)), Box::new(batches)))
+}
+
+/// The rows of an Arrow IPC file, from its footer's list of record batches and each
+/// batch's message header (a small read each; no batch body is read). `None` when the
+/// file does not hold together.
+fn ipc_file_rows(file: &mut File) -> Option<u64> {
+    use std::io::{Seek, SeekFrom};
+    let len = file.seek(SeekFrom::End(0)).ok()?;
+    let mut read_at = |at: u64, n: usize| -> Option<Vec<u8>> {
+        // Footers and message headers are small: a claim past 16 MiB is damage.
+        if n > 16 << 20 || at.checked_add(n as u64)? > len {
+            return None;
+        }
+        let mut bytes = vec![0u8; n];
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut bytes).ok()?;
+        Some(bytes)
+    };
+    let tail = read_at(len.checked_sub(10)?, 10)?;
+    if &tail[4..] != b"ARROW1" {
+        return None;
+    }
+    let footer_len = u64::try_from(i32::from_le_bytes(tail[..4].try_into().ok()?)).ok()?;
+    let footer_bytes = read_at(len.checked_sub(10 + footer_len)?, footer_len as usize)?;
+    let footer = arrow_ipc::root_as_footer(&footer_bytes).ok()?;
+    let mut rows = 0u64;
+    for block in footer.recordBatches()? {
+        let header = read_at(
+            u64::try_from(block.offset()).ok()?,
+            usize::try_from(block.metaDataLength()).ok()?,
+        )?;
+        // A continuation marker and a length, then the message (older files: no marker).
+        let body = if header.starts_with(&[0xFF; 4]) {
+            header.get(8..)?
+        } else {
+            header.get(4..)?
+        };
+        let message = arrow_ipc::root_as_message(body).ok()?;
+        rows = rows.checked_add(u64::try_from(message.header_as_record_batch()?.length()).ok()?)?;
+    }
+    Some(rows)
 }
 
 /// A file of another format than miniblock's, as `inspect` describes it.
@@ -938,10 +1017,11 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
     }
     let ipc_by_name = matches!(ext.as_str(), "arrow" | "arrows" | "feather" | "ipc");
     if magic.starts_with(b"ARROW1") || ipc_by_name {
-        let (format, schema) = if magic.starts_with(b"ARROW1") {
+        let (format, schema, rows) = if magic.starts_with(b"ARROW1") {
+            let rows = ipc_file_rows(&mut file);
             let reader = arrow_ipc::reader::FileReader::try_new(BufReader::new(file), None)
                 .map_err(|e| CliError::new(format!("{shown}: a damaged Arrow IPC file: {e}")))?;
-            ("Arrow IPC file", reader.schema())
+            ("Arrow IPC file", reader.schema(), rows)
         } else {
             let reader = arrow_ipc::reader::StreamReader::try_new(BufReader::new(file), None)
                 .map_err(|e| {
@@ -949,18 +1029,18 @@ pub fn foreign(path: &Path) -> Result<Option<Foreign>, CliError> {
                         "{shown}: neither a miniblock file nor an Arrow IPC stream: {e}"
                     ))
                 })?;
-            ("Arrow IPC stream", reader.schema())
+            ("Arrow IPC stream", reader.schema(), None)
         };
         return Ok(Some(Foreign {
             format,
             schema: schema.as_ref().clone(),
-            rows: None,
+            rows,
             layouts: Vec::new(),
         }));
     }
     let raw = matches!(ext.as_str(), "f32" | "f64");
     if magic.starts_with(b"\x93NUMPY") || raw {
-        let input = open(path, None, &[], false)?;
+        let input = open(path, None, &[], false, &[])?;
         let rows = match input.size {
             Some(Size::Rows(n)) => Some(n),
             _ => None,
