@@ -99,6 +99,7 @@ pub use encodings::Encoding;
 pub use error::{Error, ErrorKind, Result};
 pub use kernels::crc::crc32c;
 pub use kernels::selected_name as kernel_name;
+pub use kernels::{cpu_level, CpuLevel};
 pub use page::{encode_page, EncodedPage, PageDecoder, PageEncoder};
 
 /// The README's examples, compiled and run as doctests.

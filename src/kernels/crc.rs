@@ -124,8 +124,15 @@ type Fold = fn(&[u8]) -> (u32, usize);
 #[cfg(target_arch = "x86_64")]
 fn folds() -> Vec<(&'static str, Fold)> {
     let mut found: Vec<(&'static str, Fold)> = Vec::new();
-    if std::is_x86_feature_detected!("pclmulqdq") && std::is_x86_feature_detected!("sse4.1") {
-        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("vpclmulqdq") {
+    use super::{allows, CpuLevel};
+    if allows(CpuLevel::Sse)
+        && std::is_x86_feature_detected!("pclmulqdq")
+        && std::is_x86_feature_detected!("sse4.1")
+    {
+        if allows(CpuLevel::Avx512)
+            && std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("vpclmulqdq")
+        {
             // SAFETY: stored only after the kernel's features were detected.
             found.push(("avx512", |data| unsafe { fold_avx512(data) }));
         }
@@ -133,6 +140,12 @@ fn folds() -> Vec<(&'static str, Fold)> {
         found.push(("pclmulqdq", |data| unsafe { fold_sse(data) }));
     }
     found
+}
+
+/// The names of the folding kernels this CPU has (and the level allows).
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) fn fold_names() -> Vec<&'static str> {
+    folds().into_iter().map(|(name, _)| name).collect()
 }
 
 /// The fastest folding kernel of this CPU, chosen once. Setting the environment

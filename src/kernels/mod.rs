@@ -63,17 +63,66 @@ pub(crate) fn native_bytes_mut<T: arrow_buffer::ArrowNativeType>(values: &mut [T
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast::<u8>(), len) }
 }
 
+/// Instruction-set levels, lowest first: what a kernel needs, and the highest any kernel
+/// of this process may use (see [`cpu_level`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CpuLevel {
+    /// The target's baseline only (x86_64: SSE2; aarch64: as compiled): no run-time
+    /// detected kernel.
+    Portable,
+    /// x86_64 SSSE3 and SSE4.1 with PCLMULQDQ: the 128-bit byte transpose and CRC folds.
+    Sse,
+    /// x86_64 AVX2 with BMI1/BMI2 (Haswell and later, most laptops and cloud machines);
+    /// aarch64 NEON.
+    Avx2,
+    /// x86_64 AVX-512 (F, DQ, BW, VL, VBMI, VBMI2, VPCLMULQDQ where a kernel needs them).
+    Avx512,
+}
+
+/// The highest level kernels may use in this process: the CPU's own, unless the
+/// environment variable `MINIBLOCK_CPU` (read once) caps it at `avx2`, `sse` or
+/// `portable`, so that one machine measures the paths CPUs without AVX-512 (or without
+/// any detected extension) take. A kernel still runs only where the CPU has its features;
+/// a value naming no level is ignored. `MINIBLOCK_KERNELS`, `MINIBLOCK_TANS` and
+/// `MINIBLOCK_CRC` pick single kernels within the cap.
+pub fn cpu_level() -> CpuLevel {
+    static CAP: OnceLock<CpuLevel> = OnceLock::new();
+    *CAP.get_or_init(|| match std::env::var("MINIBLOCK_CPU").as_deref() {
+        Ok("portable") => CpuLevel::Portable,
+        Ok("sse") => CpuLevel::Sse,
+        Ok("avx2") => CpuLevel::Avx2,
+        _ => CpuLevel::Avx512,
+    })
+}
+
+/// Whether kernels of `level` may run (the CPU's features are checked separately).
+#[inline]
+pub(crate) fn allows(level: CpuLevel) -> bool {
+    cpu_level() >= level
+}
+
 /// Runs `f`, compiled for BMI1 and BMI2 where the CPU has them (x86_64; elsewhere, and
 /// on CPUs without them, as it is). Bit readers that `f` inlines then shift and mask by a
 /// variable count in one instruction each.
 #[inline]
 pub(crate) fn with_bmi2<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("bmi1") && std::is_x86_feature_detected!("bmi2") {
-        // SAFETY: `x86::with_bmi2` requires BMI1 and BMI2, detected just above.
+    if has_bmi2() {
+        // SAFETY: `x86::with_bmi2` requires BMI1 and BMI2, detected by `has_bmi2`.
         return unsafe { x86::with_bmi2(f) };
     }
     f()
+}
+
+/// Whether the CPU has BMI1 and BMI2 and the level allows them (asked once).
+#[cfg(target_arch = "x86_64")]
+fn has_bmi2() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        allows(CpuLevel::Avx2)
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+    })
 }
 
 /// Runs `f`, compiled for AVX-512 (F, DQ, BW, VL), AVX2, BMI1 and BMI2 where the CPU has
@@ -96,7 +145,8 @@ pub(crate) fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
 pub(crate) fn has_avx512() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| {
-        std::is_x86_feature_detected!("avx512f")
+        allows(CpuLevel::Avx512)
+            && std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512dq")
             && std::is_x86_feature_detected!("avx512bw")
             && std::is_x86_feature_detected!("avx512vl")
@@ -316,12 +366,13 @@ pub(crate) fn available() -> Vec<KernelSet> {
     let mut sets = vec![SCALAR];
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("ssse3") {
+        if allows(CpuLevel::Sse) && std::is_x86_feature_detected!("ssse3") {
             sets.push(x86_sets::SSSE3);
         }
-        if std::is_x86_feature_detected!("avx2") {
+        if allows(CpuLevel::Avx2) && std::is_x86_feature_detected!("avx2") {
             sets.push(x86_sets::AVX2);
-            if std::is_x86_feature_detected!("avx512f")
+            if allows(CpuLevel::Avx512)
+                && std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512vbmi")
             {
                 sets.push(x86_sets::AVX512VBMI);
@@ -330,7 +381,7 @@ pub(crate) fn available() -> Vec<KernelSet> {
     }
     #[cfg(target_arch = "aarch64")]
     {
-        if std::arch::is_aarch64_feature_detected!("neon") {
+        if allows(CpuLevel::Avx2) && std::arch::is_aarch64_feature_detected!("neon") {
             sets.push(neon_sets::NEON);
         }
     }
@@ -573,6 +624,38 @@ pub(crate) fn split_reference(src: &[u8], width: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `MINIBLOCK_CPU` caps every run-time chosen kernel (`.ci/run` runs the library's
+    /// tests at `avx2` and `portable` too, so those paths are tested on this machine).
+    #[test]
+    fn the_cpu_level_caps_every_kernel() {
+        let level = cpu_level();
+        if level < CpuLevel::Avx512 {
+            #[cfg(target_arch = "x86_64")]
+            {
+                assert!(!has_avx512());
+                assert!(!tans::has_kernel());
+                assert!(!unbin::has_fused());
+                assert!(!unpack::has_kernel());
+                assert!(sums::levels().iter().all(|&l| l != sums::Level::Avx512));
+                assert!(crc::fold_names().iter().all(|&n| n != "avx512"));
+            }
+            assert_ne!(selected_name(), "avx512vbmi");
+        }
+        if level < CpuLevel::Avx2 {
+            #[cfg(target_arch = "x86_64")]
+            {
+                assert!(!has_bmi2());
+                assert!(sums::levels().is_empty());
+            }
+            assert!(matches!(selected_name(), "scalar" | "ssse3"));
+        }
+        if level == CpuLevel::Portable {
+            assert_eq!(selected_name(), "scalar");
+            #[cfg(target_arch = "x86_64")]
+            assert!(crc::fold_names().is_empty());
+        }
+    }
 
     fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

@@ -26,10 +26,11 @@ pub(crate) fn levels() -> Vec<Level> {
     let mut found = Vec::new();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f") {
+        use super::{allows, CpuLevel};
+        if allows(CpuLevel::Avx512) && std::is_x86_feature_detected!("avx512f") {
             found.push(Level::Avx512);
         }
-        if std::is_x86_feature_detected!("avx2") {
+        if allows(CpuLevel::Avx2) && std::is_x86_feature_detected!("avx2") {
             found.push(Level::Avx2);
         }
     }

@@ -94,7 +94,7 @@ fn kernels() -> &'static [Kernel] {
         let mut found = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            if std::is_x86_feature_detected!("avx512f") {
+            if super::allows(super::CpuLevel::Avx512) && std::is_x86_feature_detected!("avx512f") {
                 if std::is_x86_feature_detected!("avx512vbmi2") {
                     found.push(Kernel::Narrow);
                 }

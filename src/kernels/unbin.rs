@@ -33,13 +33,15 @@ fn kernels() -> Vec<(&'static str, Kernel)> {
     let mut found: Vec<(&'static str, Kernel)> = Vec::new();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::is_x86_feature_detected!("avx512f")
+        use super::{allows, CpuLevel};
+        if allows(CpuLevel::Avx512)
+            && std::is_x86_feature_detected!("avx512f")
             && std::is_x86_feature_detected!("avx512bw")
             && std::is_x86_feature_detected!("avx512vbmi")
         {
             found.push(("avx512vbmi", x86_avx512vbmi));
         }
-        if std::is_x86_feature_detected!("avx2") {
+        if allows(CpuLevel::Avx2) && std::is_x86_feature_detected!("avx2") {
             found.push(("avx2", x86_avx2));
         }
     }
@@ -529,7 +531,8 @@ pub(crate) fn has_fused() -> bool {
     {
         static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *HAS.get_or_init(|| {
-            std::is_x86_feature_detected!("avx512f")
+            super::allows(super::CpuLevel::Avx512)
+                && std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512bw")
                 && std::is_x86_feature_detected!("avx512vbmi")
         })
