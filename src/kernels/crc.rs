@@ -123,8 +123,8 @@ type Fold = fn(&[u8]) -> (u32, usize);
 /// The folding kernels this CPU has, fastest first, by name.
 #[cfg(target_arch = "x86_64")]
 fn folds() -> Vec<(&'static str, Fold)> {
-    let mut found: Vec<(&'static str, Fold)> = Vec::new();
     use super::{allows, CpuLevel};
+    let mut found: Vec<(&'static str, Fold)> = Vec::new();
     if allows(CpuLevel::Sse)
         && std::is_x86_feature_detected!("pclmulqdq")
         && std::is_x86_feature_detected!("sse4.1")
