@@ -10,6 +10,12 @@
 //! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta`,
 //! `delta+zstd`, `delta+lz4`, `bss+lz4`, `bss+zstd`, `dict+zstd`, `bitpack`, `dict`, `pco`, `parquet`). A page's
 //! size counts its chunk table, its encoding message and its page buffers.
+//!
+//! `file:auto:0` and `file:auto` measure the same through the column-file API a user
+//! calls, on one thread: `encode` writes the column with `FileWriter` (1 MiB pages, not
+//! in parallel), `decode` opens a new `FileReader` over the file's bytes and reads the
+//! column into a caller's buffer (`read_column_range_into`, checksums verified), and
+//! `read_column` opens one and reads an Arrow array; sizes are whole files.
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
@@ -73,12 +79,13 @@ fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {
         .collect()
 }
 
-fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
-    use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
-    use parquet::arrow::ArrowWriter;
-    use parquet::basic::{Compression, Encoding, ZstdLevel};
-    use parquet::file::properties::WriterProperties;
-    let array: ArrayRef = if width == 4 {
+/// Strategies also measured through the column-file API users call.
+const FILE_STRATEGIES: [&str; 2] = ["auto:0", "auto"];
+
+/// The values as a one-column Arrow array.
+fn array(bytes: &[u8], width: usize) -> arrow_array::ArrayRef {
+    use arrow_array::{Float32Array, Float64Array};
+    if width == 4 {
         std::sync::Arc::new(Float32Array::from(values(
             bytes,
             |b| f32::from_le_bytes(b.try_into().unwrap()),
@@ -90,8 +97,46 @@ fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
             |b| f64::from_le_bytes(b.try_into().unwrap()),
             8,
         )))
-    };
-    let batch = RecordBatch::try_from_iter([("v", array)]).unwrap();
+    }
+}
+
+/// A column file of `array` written by `FileWriter` on one thread, in the same 1 MiB
+/// pages as the page API's.
+fn file_write(array: &arrow_array::ArrayRef, strategy: &str) -> Vec<u8> {
+    use miniblock::file::{FileWriter, WriteOptions};
+    let batch = arrow_array::RecordBatch::try_from_iter([("v", array.clone())]).unwrap();
+    let width = miniblock::page::value_width(array.data_type()).unwrap();
+    let options = WriteOptions {
+        page_values: Some(PAGE_BYTES / width),
+        parallel: false,
+        ..WriteOptions::default()
+    }
+    .with_strategy(strategy.parse::<Strategy>().unwrap());
+    let mut writer = FileWriter::try_new(Vec::new(), &batch.schema(), options).unwrap();
+    writer.write_batch(&batch).unwrap();
+    writer.finish().unwrap()
+}
+
+/// Opens `file` (a reader made anew, as a user opening a file does) and reads its column
+/// into `out` through the buffer path, checksums verified.
+fn file_read_into(file: &[u8], out: &mut [u8]) {
+    let mut reader = miniblock::file::FileReader::open(std::io::Cursor::new(file)).unwrap();
+    let rows = reader.num_rows();
+    reader.read_column_range_into(0, 0..rows, out).unwrap();
+}
+
+/// Opens `file` and reads its column as an Arrow array (`read_column`).
+fn file_read_column(file: &[u8]) -> arrow_array::ArrayRef {
+    let mut reader = miniblock::file::FileReader::open(std::io::Cursor::new(file)).unwrap();
+    reader.read_column(0).unwrap()
+}
+
+fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
+    use arrow_array::RecordBatch;
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, Encoding, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+    let batch = RecordBatch::try_from_iter([("v", array(bytes, width))]).unwrap();
     let props = WriterProperties::builder()
         .set_dictionary_enabled(false)
         .set_encoding(Encoding::BYTE_STREAM_SPLIT)
@@ -137,6 +182,19 @@ fn bench_file(c: &mut Criterion, path: &Path) {
             (strategy, pages)
         })
         .collect();
+    let column = array(&bytes, width);
+    let files: Vec<(String, Vec<u8>)> = FILE_STRATEGIES
+        .iter()
+        .map(|&strategy| {
+            let file = file_write(&column, strategy);
+            out.fill(0);
+            file_read_into(&file, &mut out);
+            assert!(out == bytes, "{name}: column file {strategy} round trip");
+            let back = file_read_column(&file);
+            assert_eq!(back.as_ref(), column.as_ref());
+            (format!("file:{strategy}"), file)
+        })
+        .collect();
     let parquet = bytes::Bytes::from(parquet_compress(&bytes, width));
     out.fill(0);
     parquet_decompress(&parquet, &mut out, width);
@@ -174,6 +232,9 @@ fn bench_file(c: &mut Criterion, path: &Path) {
         let len: usize = pages.iter().map(|(p, _)| p.encoded_len()).sum();
         println!("ratio {name} {strategy}: {:.3} ({len} bytes)", ratio(len));
     }
+    for (codec, file) in &files {
+        println!("ratio {name} {codec}: {:.3} ({} bytes)", ratio(file.len()), file.len());
+    }
     println!(
         "ratio {name} pco: {:.3} ({} bytes)",
         ratio(theirs.len()),
@@ -193,6 +254,18 @@ fn bench_file(c: &mut Criterion, path: &Path) {
         });
         group.bench_function(format!("{strategy}/decode"), |b| {
             b.iter(|| decode(black_box(pages), &mut out, width));
+        });
+    }
+    for (codec, file) in &files {
+        let strategy = codec.trim_start_matches("file:");
+        group.bench_function(format!("{codec}/encode"), |b| {
+            b.iter(|| black_box(file_write(black_box(&column), strategy)));
+        });
+        group.bench_function(format!("{codec}/decode"), |b| {
+            b.iter(|| file_read_into(black_box(file), &mut out));
+        });
+        group.bench_function(format!("{codec}/read_column"), |b| {
+            b.iter(|| black_box(file_read_column(black_box(file))));
         });
     }
     group.bench_function("parquet/encode", |b| {
