@@ -233,7 +233,11 @@ fn bench_file(c: &mut Criterion, path: &Path) {
         println!("ratio {name} {strategy}: {:.3} ({len} bytes)", ratio(len));
     }
     for (codec, file) in &files {
-        println!("ratio {name} {codec}: {:.3} ({} bytes)", ratio(file.len()), file.len());
+        println!(
+            "ratio {name} {codec}: {:.3} ({} bytes)",
+            ratio(file.len()),
+            file.len()
+        );
     }
     println!(
         "ratio {name} pco: {:.3} ({} bytes)",
