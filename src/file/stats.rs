@@ -83,6 +83,48 @@ fn order_of(data_type: &DataType) -> Option<Order> {
     })
 }
 
+/// The smallest and largest total-order keys of the floats of `W` bytes (4 or 8) in
+/// `values`, NaN left out, and the NaN count. A float's key is its bits as a signed
+/// integer with the magnitude bits flipped when the sign is set: keys order as IEEE
+/// 754's total order (-0.0 below +0.0), and the same flip turns a key back into bits.
+fn float_keys<const W: usize>(values: &[u8]) -> (Option<i64>, Option<i64>, u64) {
+    let (mut lo, mut hi, mut nan) = (i64::MAX, i64::MIN, 0u64);
+    for v in values.chunks_exact(W) {
+        let (key, is_nan) = if W == 4 {
+            let bits = u32::from_le_bytes(v.try_into().unwrap_or_default());
+            let key = bits.cast_signed() ^ (((bits.cast_signed() >> 31) as u32) >> 1).cast_signed();
+            (i64::from(key), bits & 0x7FFF_FFFF > 0x7F80_0000)
+        } else {
+            let bits = u64::from_le_bytes(v.try_into().unwrap_or_default());
+            let key = bits.cast_signed() ^ (((bits.cast_signed() >> 63) as u64) >> 1).cast_signed();
+            (key, bits & 0x7FFF_FFFF_FFFF_FFFF > 0x7FF0_0000_0000_0000)
+        };
+        nan += u64::from(is_nan);
+        if !is_nan {
+            lo = lo.min(key);
+            hi = hi.max(key);
+        }
+    }
+    let any = (values.len() / W) as u64 > nan;
+    (any.then_some(lo), any.then_some(hi), nan)
+}
+
+/// The smallest and largest of the integers of `N` bytes in `values`, read by `read`.
+fn int_extremes<const N: usize>(
+    values: &[u8],
+    read: impl Fn([u8; N]) -> i128,
+) -> Option<(StatValue, StatValue)> {
+    let mut extremes: Option<(i128, i128)> = None;
+    for v in values.chunks_exact(N) {
+        let value = read(v.try_into().unwrap_or([0; N]));
+        extremes = Some(match extremes {
+            None => (value, value),
+            Some((lo, hi)) => (lo.min(value), hi.max(value)),
+        });
+    }
+    extremes.map(|(lo, hi)| (StatValue::Int(lo), StatValue::Int(hi)))
+}
+
 impl Order {
     fn width(self) -> usize {
         match self {
@@ -110,6 +152,60 @@ impl Order {
                 Some(StatValue::Int((raw << shift).cast_signed() >> shift))
             }
         }
+    }
+
+    /// The extremes and NaN count of `values` (whole values of this order's width). Floats
+    /// and 4- and 8-byte integers fold as integers in a loop of their own (the writer
+    /// computes this for every page: reading each value through [`read`](Self::read) took
+    /// a tenth of a column file's encode time); other widths value by value.
+    fn fold(self, values: &[u8]) -> PageStats {
+        let mut stats = PageStats::default();
+        let extremes = match self {
+            Order::F32 => {
+                let (lo, hi, nan) = float_keys::<4>(values);
+                stats.nan_count = nan;
+                lo.zip(hi).map(|(lo, hi)| {
+                    let float = |key: i64| {
+                        let bits = key ^ i64::from((key >> 31) as i32 as u32 >> 1);
+                        StatValue::Float(f64::from(f32::from_bits(bits as u32)))
+                    };
+                    (float(lo), float(hi))
+                })
+            }
+            Order::F64 => {
+                let (lo, hi, nan) = float_keys::<8>(values);
+                stats.nan_count = nan;
+                lo.zip(hi).map(|(lo, hi)| {
+                    let float = |key: i64| {
+                        let bits = key ^ ((key >> 63) as u64 >> 1).cast_signed();
+                        StatValue::Float(f64::from_bits(bits.cast_unsigned()))
+                    };
+                    (float(lo), float(hi))
+                })
+            }
+            Order::Signed(4) => int_extremes(values, |b| i128::from(i32::from_le_bytes(b))),
+            Order::Signed(8) => int_extremes(values, |b| i128::from(i64::from_le_bytes(b))),
+            Order::Unsigned(4) => int_extremes(values, |b| i128::from(u32::from_le_bytes(b))),
+            Order::Unsigned(8) => int_extremes(values, |b| i128::from(u64::from_le_bytes(b))),
+            _ => {
+                for bytes in values.chunks_exact(self.width()) {
+                    match self.read(bytes) {
+                        None => stats.nan_count += 1,
+                        Some(v) => stats.merge(&PageStats {
+                            min: Some(v),
+                            max: Some(v),
+                            null_count: 0,
+                            nan_count: 0,
+                        }),
+                    }
+                }
+                return stats;
+            }
+        };
+        if let Some((lo, hi)) = extremes {
+            (stats.min, stats.max) = (Some(lo), Some(hi));
+        }
+        stats
     }
 
     /// The little-endian bytes of `value` (one this order read).
@@ -183,30 +279,11 @@ impl PageStats {
         }) else {
             return stats;
         };
-        let mut fold = |bytes: &[u8]| match order.read(bytes) {
-            None => stats.nan_count += 1,
-            Some(v) => {
-                if stats
-                    .min
-                    .is_none_or(|m| v.compare(m) == Some(Ordering::Less))
-                {
-                    stats.min = Some(v);
-                }
-                if stats
-                    .max
-                    .is_none_or(|m| v.compare(m) == Some(Ordering::Greater))
-                {
-                    stats.max = Some(v);
-                }
-            }
-        };
         match array.logical_nulls().filter(|n| n.null_count() > 0) {
-            None => values.chunks_exact(width).for_each(&mut fold),
+            None => stats.merge(&order.fold(values)),
             Some(nulls) => {
                 for (start, end) in nulls.inner().set_slices() {
-                    values[start * width..end * width]
-                        .chunks_exact(width)
-                        .for_each(&mut fold);
+                    stats.merge(&order.fold(&values[start * width..end * width]));
                 }
             }
         }
@@ -323,6 +400,80 @@ mod tests {
     use arrow_array::{Float32Array, Int16Array, UInt64Array};
 
     use super::*;
+
+    /// The folds of floats and 4- and 8-byte integers give what reading every value gives:
+    /// on random bit patterns (NaNs of both signs and any payload, infinities, zeros of
+    /// both signs, subnormals), every prefix length of a few, and all-NaN runs.
+    #[test]
+    fn typed_folds_match_value_by_value() {
+        let reference = |order: Order, values: &[u8]| {
+            let mut stats = PageStats::default();
+            for bytes in values.chunks_exact(order.width()) {
+                match order.read(bytes) {
+                    None => stats.nan_count += 1,
+                    Some(v) => stats.merge(&PageStats {
+                        min: Some(v),
+                        max: Some(v),
+                        null_count: 0,
+                        nan_count: 0,
+                    }),
+                }
+            }
+            stats
+        };
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut bytes = Vec::new();
+        for i in 0..4096u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let special = [
+                0u64,
+                1 << 63,
+                0x7FF0_0000_0000_0000,
+                0xFFF0_0000_0000_0000,
+                0x7FF8_0000_0000_0001,
+                0xFFF8_0000_0000_0000,
+                1,
+                0x8000_0000_0000_0001,
+                0x7F80_0000,
+                0xFF80_0001,
+                0x7FC0_0000_7FC0_0000,
+            ];
+            let v = if i % 5 == 0 {
+                special[(x % 11) as usize]
+            } else {
+                x
+            };
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        let nans: Vec<u8> = [0x7FF8_0000_0000_0000u64, 0xFFF0_0000_0000_0001]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        for order in [
+            Order::F32,
+            Order::F64,
+            Order::Signed(4),
+            Order::Signed(8),
+            Order::Unsigned(4),
+            Order::Unsigned(8),
+        ] {
+            for len in [0, 8, 16, 24, 800, bytes.len()] {
+                let values = &bytes[..len];
+                let (a, b) = (order.fold(values), reference(order, values));
+                assert_eq!(a, b, "{order:?} {len}");
+                // Equal by total order is equal bits: the extremes' bytes match too.
+                assert_eq!(
+                    a.min.map(|v| order.bytes(v)),
+                    b.min.map(|v| order.bytes(v)),
+                    "{order:?} {len}"
+                );
+            }
+            let (a, b) = (order.fold(&nans), reference(order, &nans));
+            assert_eq!(a, b, "{order:?} NaNs");
+        }
+    }
 
     #[test]
     fn floats_ignore_nan_and_order_signed_zeros() {
