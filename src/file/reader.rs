@@ -44,6 +44,7 @@ pub struct FileReader<R> {
     /// that readers of one file on several threads parse and build each thing once.
     meta: Arc<FileMeta>,
     verify_checksums: bool,
+    parallel: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -163,6 +164,7 @@ impl<R: Read + Seek> FileReader<R> {
                 decoders,
             }),
             verify_checksums: true,
+            parallel: false,
         })
     }
 
@@ -174,6 +176,15 @@ impl<R: Read + Seek> FileReader<R> {
     /// built from page buffers that were not checked, whichever clone built it.
     pub fn set_verify_checksums(&mut self, verify: bool) {
         self.verify_checksums = verify;
+    }
+
+    /// Whether a read of several pages decodes them on rayon's threads (off by default):
+    /// the pages' bytes are read in order first, all of them held at once, then decoded
+    /// side by side. A read into an Arrow array then gathers the pages' values into it
+    /// (one more copy); a read into a caller's buffer decodes each page straight into its
+    /// part of it. The values are the same either way.
+    pub fn set_parallel(&mut self, parallel: bool) {
+        self.parallel = parallel;
     }
 
     /// The file's schema.
@@ -434,6 +445,9 @@ impl<R: Read + Seek> FileReader<R> {
         mut validity: Option<&mut BooleanBufferBuilder>,
     ) -> Result<()> {
         let width = value_width(field.data_type())?;
+        if self.parallel && plans.len() > 1 && rayon::current_num_threads() > 1 {
+            return self.read_pages_parallel(column, field, plans, sink, validity);
+        }
         let mut buffer = Vec::new();
         let mut at = 0;
         for (index, local) in plans {
@@ -458,6 +472,122 @@ impl<R: Read + Seek> FileReader<R> {
             )
             .map_err(|e| in_page(e, field, index))?;
             at += bytes;
+        }
+        Ok(())
+    }
+
+    /// [`read_pages`](Self::read_pages) with the pages decoded on rayon's threads: this
+    /// thread reads each page's bytes in order (the source is one cursor) and hands the
+    /// page to a task that builds its decompressor if none is built yet and decodes it
+    /// into its own part of the output, while the next page is read.
+    fn read_pages_parallel(
+        &mut self,
+        column: usize,
+        field: &Field,
+        plans: Vec<PageRows>,
+        sink: &mut Sink,
+        validity: Option<&mut BooleanBufferBuilder>,
+    ) -> Result<()> {
+        let width = value_width(field.data_type())?;
+        let (source, meta, verify) = (&mut self.source, &self.meta, self.verify_checksums);
+        let nullable = validity.is_some();
+        // Per page, what its task made: its validity, and its values when appending.
+        let mut done: Vec<Option<PageDone>> = plans.iter().map(|_| None).collect();
+        let mut failed = None;
+        // The output parts of a read into a caller's buffer, one per page.
+        let mut parts: Vec<Option<&mut [u8]>> = match sink {
+            Sink::Slice(values) => {
+                let mut parts = Vec::with_capacity(plans.len());
+                let mut rest: &mut [u8] = values;
+                for (_, local) in &plans {
+                    let (part, after) = std::mem::take(&mut rest).split_at_mut(local.len() * width);
+                    parts.push(Some(part));
+                    rest = after;
+                }
+                parts
+            }
+            Sink::Append(_) => plans.iter().map(|_| None).collect(),
+        };
+        rayon::in_place_scope(|scope| {
+            for (((index, local), slot), part) in plans.into_iter().zip(&mut done).zip(&mut parts) {
+                let page = &meta.footer.columns[column].pages[index];
+                let layout = meta.layouts[column][index]
+                    .get()
+                    .expect("every planned page's layout was parsed before");
+                let built = meta.decoders[column][index].get(verify).cloned();
+                let read = (|| {
+                    // A decompressor not built yet is built by the page's task, from
+                    // buffers read (not yet checked) here.
+                    let buffers = match built {
+                        Some(_) => Vec::new(),
+                        None => read_page_buffers(source, page, false)?,
+                    };
+                    let (bytes, _) = page_read_range(page, layout, &local, verify);
+                    let mut buffer = Vec::new();
+                    read_into(
+                        source,
+                        page.offset + bytes.start as u64,
+                        bytes.len(),
+                        &mut buffer,
+                    )?;
+                    Ok((buffers, buffer))
+                })();
+                let (buffers, buffer) = match read {
+                    Ok(read) => read,
+                    Err(e) => {
+                        failed = Some(in_page(e, field, index));
+                        break;
+                    }
+                };
+                let part = part.take();
+                scope.spawn(move |_| {
+                    let run =
+                        || -> Result<(Option<MutableBuffer>, Option<BooleanBufferBuilder>)> {
+                            let decompressor = if let Some(built) = built {
+                                built
+                            } else {
+                                let made = decompressor_of(page, &buffers, verify)?;
+                                Arc::clone(
+                                    meta.decoders[column][index]
+                                        .slot(verify)
+                                        .get_or_init(|| made),
+                                )
+                            };
+                            let mut v = nullable.then(|| BooleanBufferBuilder::new(local.len()));
+                            let mut appended = None;
+                            let out = match part {
+                                Some(part) => Sink::Slice(part),
+                                None => Sink::Append(appended.insert(MutableBuffer::new(0))),
+                            };
+                            decode_page_rows(
+                                page,
+                                decompressor,
+                                layout,
+                                verify,
+                                local,
+                                field.data_type(),
+                                &buffer,
+                                out,
+                                v.as_mut(),
+                            )?;
+                            Ok((appended, v))
+                        };
+                    *slot = Some(run().map_err(|e| in_page(e, field, index)));
+                });
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let mut validity = validity;
+        for page in done.into_iter().flatten() {
+            let (values, v) = page?;
+            if let (Sink::Append(out), Some(values)) = (&mut *sink, values) {
+                out.extend_from_slice(values.as_slice());
+            }
+            if let (Some(validity), Some(mut v)) = (validity.as_deref_mut(), v) {
+                validity.append_buffer(&v.finish());
+            }
         }
         Ok(())
     }
@@ -921,13 +1051,48 @@ fn read_page_rows<R>(
     out: Sink,
     validity: Option<&mut BooleanBufferBuilder>,
 ) -> Result<()> {
-    let (bytes, whole_page) = page_read_range(page, layout, &local, verify_checksums);
+    let (bytes, _) = page_read_range(page, layout, &local, verify_checksums);
     let buffer = page_bytes(
         source,
         page.offset + bytes.start as u64,
         bytes.len(),
         buffer,
     )?;
+    decode_page_rows(
+        page,
+        decompressor,
+        layout,
+        verify_checksums,
+        local,
+        data_type,
+        buffer,
+        out,
+        validity,
+    )
+}
+
+/// Decodes rows `local` of `page` from `buffer`, the bytes [`page_read_range`] names for
+/// them (the whole page, or the chunks they overlap), checking their checksums first.
+#[allow(clippy::too_many_arguments)]
+fn decode_page_rows(
+    page: &pb::Page,
+    decompressor: Arc<dyn MiniBlockDecompressor>,
+    layout: &PageLayout,
+    verify_checksums: bool,
+    local: Range<usize>,
+    data_type: &DataType,
+    buffer: &[u8],
+    out: Sink,
+    validity: Option<&mut BooleanBufferBuilder>,
+) -> Result<()> {
+    let (bytes, whole_page) = page_read_range(page, layout, &local, verify_checksums);
+    if buffer.len() != bytes.len() {
+        return Err(Error::invalid(format!(
+            "{} bytes given for a read of {}",
+            buffer.len(),
+            bytes.len()
+        )));
+    }
     if whole_page {
         if verify_checksums && crc32c(buffer) != page.crc32c {
             return Err(Error::corrupt(
@@ -959,6 +1124,10 @@ fn read_page_rows<R>(
         validity,
     )
 }
+
+/// What a page's task in [`FileReader::read_pages_parallel`] made: the page's validity,
+/// and its values when the read appends them.
+type PageDone = Result<(Option<MutableBuffer>, Option<BooleanBufferBuilder>)>;
 
 /// Where a read's values go: appended to a buffer that becomes an Arrow array, or into
 /// a caller's buffer of exactly their size.
@@ -1060,12 +1229,31 @@ fn page_decompressor<R: Read + Seek>(
 ) -> Result<Arc<dyn MiniBlockDecompressor>> {
     #[cfg(test)]
     tests::BUILDS.with(|n| n.set(n.get() + 1));
+    let page_buffers = read_page_buffers(source, page, false)?;
+    decompressor_of(page, &page_buffers, verify_checksums)
+}
+
+/// The decompressor of `page` from its buffers (as read), each checked against its
+/// CRC32C first when `verify_checksums`.
+fn decompressor_of(
+    page: &pb::Page,
+    buffers: &[Vec<u8>],
+    verify_checksums: bool,
+) -> Result<Arc<dyn MiniBlockDecompressor>> {
     let encoding: &ArrayEncoding = page
         .encoding
         .as_ref()
         .ok_or_else(|| Error::corrupt("page has no encoding"))?;
-    let page_buffers = read_page_buffers(source, page, verify_checksums)?;
-    let slices: Vec<&[u8]> = page_buffers.iter().map(Vec::as_slice).collect();
+    if verify_checksums {
+        for (b, (buffer, &crc)) in buffers.iter().zip(&page.buffer_crc32c).enumerate() {
+            if crc32c(buffer) != crc {
+                return Err(Error::corrupt(format!(
+                    "page buffer {b} checksum mismatch: its bytes are damaged"
+                )));
+            }
+        }
+    }
+    let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
     Ok(decompressor_for(encoding, &slices)?.into())
 }
 
