@@ -92,3 +92,23 @@ pub fn parquet_decompress(file: &bytes::Bytes, out: &mut [u8], width: usize) {
         at += values.len();
     }
 }
+
+/// The raw `.f32`/`.f64` files of `../shared/data` (or of the bundled `data/` when that
+/// folder is absent) of at least `min_bytes`, sorted.
+pub fn float_files(min_bytes: u64) -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shared = root.join("../shared/data");
+    let dir = if shared.is_dir() {
+        shared
+    } else {
+        root.join("data")
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "f32" || e == "f64"))
+        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() >= min_bytes))
+        .collect();
+    files.sort();
+    files
+}

@@ -22,7 +22,7 @@
 mod common;
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -31,23 +31,6 @@ use miniblock::page::EncodedPage;
 use miniblock::PageEncoder;
 
 const PAGE_BYTES: usize = 1 << 20;
-
-fn files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = root.join("../shared/data");
-    let dir = if shared.is_dir() {
-        shared
-    } else {
-        root.join("data")
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "f32" || e == "f64"))
-        .collect();
-    files.sort();
-    files
-}
 
 use common::{decode, parquet_decompress, Pages};
 
@@ -299,7 +282,7 @@ fn bench_file(c: &mut Criterion, path: &Path) {
 }
 
 fn bench_floats(c: &mut Criterion) {
-    for path in files() {
+    for path in common::float_files(0) {
         bench_file(c, &path);
     }
 }

@@ -9,9 +9,10 @@
 
 #![allow(missing_docs)] // criterion_group! generates undocumented functions
 
+mod common;
+
 use std::hint::black_box;
 use std::io::Cursor;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,24 +22,6 @@ use miniblock::file::{FileReader, FileWriter, WriteOptions};
 
 const PAGE_BYTES: usize = 256 * 1024;
 
-fn files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let shared = root.join("../shared/data");
-    let dir = if shared.is_dir() {
-        shared
-    } else {
-        root.join("data")
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "f32" || e == "f64"))
-        .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.len() >= 2 << 20))
-        .collect();
-    files.sort();
-    files
-}
-
 fn read(file: &[u8], out: &mut [u8], parallel: bool) {
     let mut reader = FileReader::open(Cursor::new(file)).unwrap();
     reader.set_parallel(parallel);
@@ -47,7 +30,7 @@ fn read(file: &[u8], out: &mut [u8], parallel: bool) {
 }
 
 fn bench_parallel(c: &mut Criterion) {
-    for path in files() {
+    for path in common::float_files(2 << 20) {
         let bytes = std::fs::read(&path).unwrap();
         let f64s = path.extension().is_some_and(|e| e == "f64");
         let width = if f64s { 8 } else { 4 };

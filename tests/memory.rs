@@ -1,6 +1,7 @@
 //! Hostile counts and sizes are rejected before any large allocation: a counting global
 //! allocator measures the peak bytes live while each hostile input is decoded.
 
+mod common;
 mod counting;
 
 use counting::{measure, serial};
@@ -362,12 +363,7 @@ fn claimed_counts_do_not_drive_allocation() {
     // A 5-byte fill chunk whose one run claims all but one of 65,536 values of 16 KiB
     // (1 GiB) and whose inner chunk, holding that last value, is missing: the run header
     // and the inner chunk are checked before the chunk's output is allocated.
-    let wide = miniblock::encodings::FillCompressor::new(
-        vec![7; 16_384],
-        Encoding::Zstd.compressor(16_384 * 8).unwrap(),
-    )
-    .unwrap();
-    let message = miniblock::encodings::MiniBlockCompressor::array_encoding(&wide);
+    let message = common::wide_fill_encoding();
     let data = [0x01, 0x00, 0xFF, 0xFF, 0x03];
     let page = standalone_page(true, &[(data.len() as u32, 0, 0)], &data);
     assert_bounded(&serial, "fill chunk claiming 1 GiB", page.len(), || {
@@ -388,29 +384,7 @@ fn claimed_counts_do_not_drive_allocation() {
 
     // The same chunk in a column file whose checksums are right, read whole, by one
     // row and verified.
-    let mut table = (data.len() as u32).to_le_bytes().to_vec();
-    table.extend_from_slice(&[0, 0, 0, 0]);
-    let file = file_with_footer(
-        &data,
-        65_536,
-        vec![pb::Column {
-            name: "x".into(),
-            value_type: pb::ValueType::FixedSizeBinary as i32,
-            byte_width: 16_384,
-            pages: vec![pb::Page {
-                offset: 8,
-                length: data.len() as u64,
-                num_values: 65_536,
-                encoding: Some(message.clone()),
-                chunk_table: table,
-                chunk_entry_bytes: 8,
-                crc32c: crc32c::crc32c(&data),
-                chunk_crc32c: vec![crc32c::crc32c(&data)],
-                ..pb::Page::default()
-            }],
-            ..pb::Column::default()
-        }],
-    );
+    let file = common::wide_fill_file(&data);
     let open = || FileReader::open(Cursor::new(file.clone())).unwrap();
     assert_bounded(&serial, "fill file claiming 1 GiB", file.len(), || {
         open().read_column(0).is_err()
@@ -520,12 +494,7 @@ fn long_runs_are_verified_in_slices() {
 
     // One 5-byte fill chunk: a single run of 65,536 values of 16 KiB (1 GiB). Ten of
     // its rows cost ten rows.
-    let fill = miniblock::encodings::FillCompressor::new(
-        vec![7; 16_384],
-        Encoding::Zstd.compressor(16_384 * 8).unwrap(),
-    )
-    .unwrap();
-    let message = miniblock::encodings::MiniBlockCompressor::array_encoding(&fill);
+    let message = common::wide_fill_encoding();
     let data = [0x01, 0x00, 0x80, 0x80, 0x04];
     let page = standalone_page(true, &[(data.len() as u32, 0, 0)], &data);
     let (peak, _) = measure(&serial, || {
@@ -581,15 +550,27 @@ fn many_columns_open_in_linear_time() {
     }
 }
 
-/// A Lance file rebuilt with its column metadata changed by `edit`: data and schema as
-/// they were, then the new metadata, offset tables and footer.
-fn lance_with(file: &[u8], edit: impl Fn(&mut miniblock::proto::lance::ColumnMetadata)) -> Vec<u8> {
+/// A Lance file rebuilt with its column metadata changed by `edit`, and its schema
+/// (global buffer 0) replaced by `descriptor` when one is given (placed after the data):
+/// data as it was, then the new metadata, offset tables and footer.
+fn lance_rebuilt(
+    file: &[u8],
+    descriptor: Option<&[u8]>,
+    edit: impl Fn(&mut miniblock::proto::lance::ColumnMetadata),
+) -> Vec<u8> {
     use miniblock::proto::lance::ColumnMetadata;
     let at = |i: usize| u64::from_le_bytes(file[i..i + 8].try_into().unwrap()) as usize;
     let footer = file.len() - 40;
     let (first_meta, meta_table, global_table) = (at(footer), at(footer + 8), at(footer + 16));
     let columns = u32::from_le_bytes(file[footer + 28..footer + 32].try_into().unwrap()) as usize;
     let mut out = file[..first_meta].to_vec();
+    let mut globals = file[global_table..footer].to_vec();
+    if let Some(descriptor) = descriptor {
+        globals[..8].copy_from_slice(&(out.len() as u64).to_le_bytes());
+        globals[8..16].copy_from_slice(&(descriptor.len() as u64).to_le_bytes());
+        out.extend_from_slice(descriptor);
+    }
+    let new_first_meta = out.len() as u64;
     let mut table = Vec::new();
     for c in 0..columns {
         let (pos, len) = (at(meta_table + 16 * c), at(meta_table + 16 * c + 8));
@@ -603,8 +584,8 @@ fn lance_with(file: &[u8], edit: impl Fn(&mut miniblock::proto::lance::ColumnMet
     let new_meta_table = out.len() as u64;
     out.extend_from_slice(&table);
     let new_global_table = out.len() as u64;
-    out.extend_from_slice(&file[global_table..footer]);
-    out.extend_from_slice(&(first_meta as u64).to_le_bytes());
+    out.extend_from_slice(&globals);
+    out.extend_from_slice(&new_first_meta.to_le_bytes());
     out.extend_from_slice(&new_meta_table.to_le_bytes());
     out.extend_from_slice(&new_global_table.to_le_bytes());
     out.extend_from_slice(&file[footer + 24..]);
@@ -641,7 +622,7 @@ fn lance_claims_do_not_drive_allocation() {
     };
     for name in ["default_2.1", "default_2.2", "zstd_bss_2.1"] {
         let file = std::fs::read(format!("tests/lance/{name}.lance")).unwrap();
-        let huge_rows = lance_with(&file, |meta| {
+        let huge_rows = lance_rebuilt(&file, None, |meta| {
             edit_layout(meta, &|layout, length| {
                 *length = 1 << 40;
                 if let Some(Layout::MiniBlockLayout(mb)) = &mut layout.layout {
@@ -652,7 +633,7 @@ fn lance_claims_do_not_drive_allocation() {
         assert_bounded(&serial, &format!("{name}: 2^40 rows"), file.len(), || {
             read(&huge_rows)
         });
-        let huge_dictionary = lance_with(&file, |meta| {
+        let huge_dictionary = lance_rebuilt(&file, None, |meta| {
             edit_layout(meta, &|layout, _| {
                 if let Some(Layout::MiniBlockLayout(mb)) = &mut layout.layout {
                     mb.num_dictionary_items = u64::MAX / 2;
@@ -667,7 +648,7 @@ fn lance_claims_do_not_drive_allocation() {
                 || read(&huge_dictionary),
             );
         }
-        let constant = lance_with(&file, |meta| {
+        let constant = lance_rebuilt(&file, None, |meta| {
             edit_layout(meta, &|layout, length| {
                 *length = 1 << 40;
                 layout.layout = Some(Layout::ConstantLayout(
@@ -690,38 +671,6 @@ fn lance_claims_do_not_drive_allocation() {
             || read(&constant),
         );
     }
-}
-
-/// `file` (a Lance file) with global buffer 0, its schema, replaced by `descriptor`, placed
-/// after the data; the column metadata moves up accordingly.
-fn lance_with_descriptor(file: &[u8], descriptor: &[u8]) -> Vec<u8> {
-    let at = |i: usize| u64::from_le_bytes(file[i..i + 8].try_into().unwrap()) as usize;
-    let footer = file.len() - 40;
-    let (first_meta, meta_table, global_table) = (at(footer), at(footer + 8), at(footer + 16));
-    let columns = u32::from_le_bytes(file[footer + 28..footer + 32].try_into().unwrap()) as usize;
-    let mut out = file[..first_meta].to_vec();
-    let descriptor_at = out.len() as u64;
-    out.extend_from_slice(descriptor);
-    let new_first_meta = out.len() as u64;
-    let mut table = Vec::new();
-    for c in 0..columns {
-        let (pos, len) = (at(meta_table + 16 * c), at(meta_table + 16 * c + 8));
-        table.extend_from_slice(&(out.len() as u64).to_le_bytes());
-        table.extend_from_slice(&(len as u64).to_le_bytes());
-        out.extend_from_slice(&file[pos..pos + len]);
-    }
-    let new_meta_table = out.len() as u64;
-    out.extend_from_slice(&table);
-    let new_global_table = out.len() as u64;
-    let mut globals = file[global_table..footer].to_vec();
-    globals[..8].copy_from_slice(&descriptor_at.to_le_bytes());
-    globals[8..16].copy_from_slice(&(descriptor.len() as u64).to_le_bytes());
-    out.extend_from_slice(&globals);
-    out.extend_from_slice(&new_first_meta.to_le_bytes());
-    out.extend_from_slice(&new_meta_table.to_le_bytes());
-    out.extend_from_slice(&new_global_table.to_le_bytes());
-    out.extend_from_slice(&file[footer + 24..]);
-    out
 }
 
 /// A Lance schema of 160,000 fields (half of them children of the other half) opens, or
@@ -757,7 +706,7 @@ fn lance_schemas_of_many_fields_open_in_linear_time() {
         length: 2,
     }
     .encode_to_vec();
-    let file = lance_with_descriptor(&base, &descriptor);
+    let file = lance_rebuilt(&base, Some(&descriptor), |_| {});
     let (peak, elapsed) = measure(&serial, || {
         let _ = LanceReader::open(Cursor::new(&file));
     });

@@ -2697,47 +2697,8 @@ fn sql_copy_to_writes_a_column_file() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_bomb_under_a_memory_limit_is_an_error_not_an_abort() {
-    use miniblock::encodings::{FillCompressor, MiniBlockCompressor};
-    use miniblock::proto::file as pb;
-    let fill = FillCompressor::new(
-        vec![7; 16_384],
-        Encoding::Zstd.compressor(16_384 * 8).unwrap(),
-    )
-    .unwrap();
     // One run of all 65,536 values, nothing else.
-    let data = [0x01u8, 0x00, 0x80, 0x80, 0x04];
-    let mut table = (data.len() as u32).to_le_bytes().to_vec();
-    table.extend_from_slice(&[0, 0, 0, 0]);
-    let footer = pb::Footer {
-        format_version: miniblock::file::FORMAT_VERSION,
-        num_rows: 65_536,
-        columns: vec![pb::Column {
-            name: "x".into(),
-            value_type: pb::ValueType::FixedSizeBinary as i32,
-            byte_width: 16_384,
-            pages: vec![pb::Page {
-                offset: 8,
-                length: data.len() as u64,
-                num_values: 65_536,
-                encoding: Some(fill.array_encoding()),
-                chunk_table: table,
-                chunk_entry_bytes: 8,
-                crc32c: miniblock::crc32c(&data),
-                chunk_crc32c: vec![miniblock::crc32c(&data)],
-                ..pb::Page::default()
-            }],
-            ..pb::Column::default()
-        }],
-        ..pb::Footer::default()
-    }
-    .encode_to_vec();
-    let mut bytes = miniblock::file::MAGIC.to_vec();
-    bytes.extend_from_slice(&miniblock::file::FORMAT_VERSION.to_le_bytes());
-    bytes.extend_from_slice(&data);
-    bytes.extend_from_slice(&footer);
-    bytes.extend_from_slice(&(footer.len() as u32).to_le_bytes());
-    bytes.extend_from_slice(&miniblock::crc32c(&footer).to_le_bytes());
-    bytes.extend_from_slice(&miniblock::file::MAGIC);
+    let bytes = common::wide_fill_file(&[0x01, 0x00, 0x80, 0x80, 0x04]);
     let dir = temp();
     let bomb = dir.path().join("bomb.mb");
     fs::write(&bomb, &bytes).unwrap();

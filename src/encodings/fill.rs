@@ -56,6 +56,10 @@ pub(crate) const MIN_SHARE: f64 = 0.125;
 /// Values sampled, spread over the page, to find a candidate fill value.
 const SAMPLE_VALUES: usize = 1024;
 
+/// A chunk whose values take at most this many bytes is appended as any chunk is (its
+/// claim cannot allocate much); a larger one has its runs and other values checked first.
+const SMALL_CHUNK_BYTES: usize = 1 << 20;
+
 /// Most bytes a varint of a count within a chunk takes.
 const MAX_VARINT_BYTES: usize = 3;
 
@@ -459,6 +463,41 @@ impl FillDecompressor {
     }
 }
 
+impl FillDecompressor {
+    /// Parses the run header of `chunk` (of `num_values` values) into `list` and decodes
+    /// the other values into a buffer of their own, which the inner encoding grows only
+    /// as its bytes prove them: nothing of the chunk's claimed size is allocated here.
+    fn runs_and_others(
+        &self,
+        chunk: &[u8],
+        num_values: usize,
+        storage: ChunkStorage,
+        list: &mut Vec<(u32, u32)>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<(Runs, MutableBuffer)> {
+        if num_values > MAX_CHUNK_VALUES {
+            return Err(Error::corrupt(format!(
+                "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
+            )));
+        }
+        let (runs, inner) = Runs::parse(chunk, num_values, list)?;
+        let others = num_values - runs.filled;
+        let mut values = MutableBuffer::new(0);
+        if others == 0 {
+            if !inner.is_empty() {
+                return Err(Error::corrupt(format!(
+                    "fill chunk of {num_values} fill values has {} bytes after its runs",
+                    inner.len()
+                )));
+            }
+        } else {
+            self.inner
+                .decompress_append(inner, others, storage, &mut values, scratch)?;
+        }
+        Ok((runs, values))
+    }
+}
+
 impl MiniBlockDecompressor for FillDecompressor {
     fn value_width(&self) -> usize {
         self.inner.value_width()
@@ -544,28 +583,17 @@ impl MiniBlockDecompressor for FillDecompressor {
         out: &mut MutableBuffer,
         scratch: &mut Vec<u8>,
     ) -> Result<()> {
-        let width = self.value_width();
-        let len = super::checked_len(num_values, width)?;
-        if num_values > MAX_CHUNK_VALUES {
-            return Err(Error::corrupt(format!(
-                "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
-            )));
+        let len = super::checked_len(num_values, self.value_width())?;
+        if len <= SMALL_CHUNK_BYTES {
+            // What the chunk can claim is small: decoded as any chunk is, through the
+            // thread's buffers, with no allocation of its own.
+            return super::append_zeroed(out, len, |dst| {
+                self.decompress_into(chunk, num_values, storage, dst, scratch)
+            });
         }
         let mut list = Vec::new();
-        let (runs, inner) = Runs::parse(chunk, num_values, &mut list)?;
-        let others = num_values - runs.filled;
-        let mut values = MutableBuffer::new(0);
-        if others == 0 {
-            if !inner.is_empty() {
-                return Err(Error::corrupt(format!(
-                    "fill chunk of {num_values} fill values has {} bytes after its runs",
-                    inner.len()
-                )));
-            }
-        } else {
-            self.inner
-                .decompress_append(inner, others, storage, &mut values, scratch)?;
-        }
+        let (runs, values) =
+            self.runs_and_others(chunk, num_values, storage, &mut list, scratch)?;
         super::append_zeroed(out, len, |dst| {
             runs.expand(&list, &self.fill, values.as_slice(), dst);
             Ok(())
@@ -592,26 +620,10 @@ impl MiniBlockDecompressor for FillDecompressor {
             )));
         }
         check_output(out, rows.len(), width)?;
-        if num_values > MAX_CHUNK_VALUES {
-            return Err(Error::corrupt(format!(
-                "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
-            )));
-        }
         let mut list = Vec::new();
-        let (runs, inner) = Runs::parse(chunk, num_values, &mut list)?;
+        let (runs, values) =
+            self.runs_and_others(chunk, num_values, storage, &mut list, scratch)?;
         let others = num_values - runs.filled;
-        let mut values = MutableBuffer::new(0);
-        if others == 0 {
-            if !inner.is_empty() {
-                return Err(Error::corrupt(format!(
-                    "fill chunk of {num_values} fill values has {} bytes after its runs",
-                    inner.len()
-                )));
-            }
-        } else {
-            self.inner
-                .decompress_append(inner, others, storage, &mut values, scratch)?;
-        }
         // Segments in order: `gap` values of `values`, then `len` of the fill; the rest
         // of the chunk after the last run is of `values`.
         let segments = list[runs.at.clone()]

@@ -457,19 +457,26 @@ impl<R: Read + Seek> FileReader<R> {
                 .expect("every planned page's layout was parsed before");
             let page = &self.meta.footer.columns[column].pages[index];
             let bytes = local.len() * width;
-            read_page_rows(
+            let (range, _) = page_read_range(page, layout, &local, self.verify_checksums);
+            page_bytes(
                 &mut self.source,
-                page_bytes,
-                page,
-                decompressor,
-                layout,
-                self.verify_checksums,
-                local,
-                field.data_type(),
+                page.offset + range.start as u64,
+                range.len(),
                 &mut buffer,
-                sink.part(at, bytes),
-                validity.as_deref_mut(),
             )
+            .and_then(|stored| {
+                decode_page_rows(
+                    page,
+                    decompressor,
+                    layout,
+                    self.verify_checksums,
+                    local,
+                    field.data_type(),
+                    stored,
+                    sink.part(at, bytes),
+                    validity.as_deref_mut(),
+                )
+            })
             .map_err(|e| in_page(e, field, index))?;
             at += bytes;
         }
@@ -1032,42 +1039,6 @@ pub fn page_layout(page: &pb::Page, width: usize) -> Result<PageLayout> {
         &page.chunk_table,
         format,
         decompressor.as_ref(),
-    )
-}
-
-/// Decodes rows `local` of `page` (laid out as `layout`) from `source`, appending them:
-/// the whole page when all its rows are asked, else only the chunks they overlap.
-#[allow(clippy::too_many_arguments)]
-fn read_page_rows<R>(
-    source: &mut R,
-    page_bytes: PageBytes<R>,
-    page: &pb::Page,
-    decompressor: Arc<dyn MiniBlockDecompressor>,
-    layout: &PageLayout,
-    verify_checksums: bool,
-    local: Range<usize>,
-    data_type: &DataType,
-    buffer: &mut Vec<u8>,
-    out: Sink,
-    validity: Option<&mut BooleanBufferBuilder>,
-) -> Result<()> {
-    let (bytes, _) = page_read_range(page, layout, &local, verify_checksums);
-    let buffer = page_bytes(
-        source,
-        page.offset + bytes.start as u64,
-        bytes.len(),
-        buffer,
-    )?;
-    decode_page_rows(
-        page,
-        decompressor,
-        layout,
-        verify_checksums,
-        local,
-        data_type,
-        buffer,
-        out,
-        validity,
     )
 }
 

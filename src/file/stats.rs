@@ -187,23 +187,27 @@ impl Order {
             Order::Signed(8) => int_extremes(values, |b| i128::from(i64::from_le_bytes(b))),
             Order::Unsigned(4) => int_extremes(values, |b| i128::from(u32::from_le_bytes(b))),
             Order::Unsigned(8) => int_extremes(values, |b| i128::from(u64::from_le_bytes(b))),
-            _ => {
-                for bytes in values.chunks_exact(self.width()) {
-                    match self.read(bytes) {
-                        None => stats.nan_count += 1,
-                        Some(v) => stats.merge(&PageStats {
-                            min: Some(v),
-                            max: Some(v),
-                            null_count: 0,
-                            nan_count: 0,
-                        }),
-                    }
-                }
-                return stats;
-            }
+            _ => return self.fold_each(values),
         };
         if let Some((lo, hi)) = extremes {
             (stats.min, stats.max) = (Some(lo), Some(hi));
+        }
+        stats
+    }
+
+    /// [`fold`](Self::fold) value by value, through [`read`](Self::read).
+    fn fold_each(self, values: &[u8]) -> PageStats {
+        let mut stats = PageStats::default();
+        for bytes in values.chunks_exact(self.width()) {
+            match self.read(bytes) {
+                None => stats.nan_count += 1,
+                Some(v) => stats.merge(&PageStats {
+                    min: Some(v),
+                    max: Some(v),
+                    null_count: 0,
+                    nan_count: 0,
+                }),
+            }
         }
         stats
     }
@@ -406,21 +410,7 @@ mod tests {
     /// both signs, subnormals), every prefix length of a few, and all-NaN runs.
     #[test]
     fn typed_folds_match_value_by_value() {
-        let reference = |order: Order, values: &[u8]| {
-            let mut stats = PageStats::default();
-            for bytes in values.chunks_exact(order.width()) {
-                match order.read(bytes) {
-                    None => stats.nan_count += 1,
-                    Some(v) => stats.merge(&PageStats {
-                        min: Some(v),
-                        max: Some(v),
-                        null_count: 0,
-                        nan_count: 0,
-                    }),
-                }
-            }
-            stats
-        };
+        let reference = |order: Order, values: &[u8]| order.fold_each(values);
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let mut bytes = Vec::new();
         for i in 0..4096u64 {

@@ -172,3 +172,53 @@ pub fn with_footer(
     out.extend_from_slice(&miniblock::file::MAGIC);
     out
 }
+
+/// The encoding of a page of 16 KiB fixed-size binaries whose fill value is all 7s, Zstd
+/// inside: a fill chunk of a few bytes of runs stands for up to 1 GiB of values.
+pub fn wide_fill_encoding() -> miniblock::proto::encodings::ArrayEncoding {
+    let fill = miniblock::encodings::FillCompressor::new(
+        vec![7; 16_384],
+        miniblock::Encoding::Zstd.compressor(16_384 * 8).unwrap(),
+    )
+    .unwrap();
+    miniblock::encodings::MiniBlockCompressor::array_encoding(&fill)
+}
+
+/// A column file of one page of 65,536 values in [`wide_fill_encoding`] whose one chunk
+/// (in an 8-byte chunk table entry) is `data`, every checksum right.
+pub fn wide_fill_file(data: &[u8]) -> Vec<u8> {
+    use miniblock::proto::file as pb;
+    let mut table = (data.len() as u32).to_le_bytes().to_vec();
+    table.extend_from_slice(&[0, 0, 0, 0]);
+    let footer = pb::Footer {
+        format_version: miniblock::file::FORMAT_VERSION,
+        num_rows: 65_536,
+        columns: vec![pb::Column {
+            name: "x".into(),
+            value_type: pb::ValueType::FixedSizeBinary as i32,
+            byte_width: 16_384,
+            pages: vec![pb::Page {
+                offset: 8,
+                length: data.len() as u64,
+                num_values: 65_536,
+                encoding: Some(wide_fill_encoding()),
+                chunk_table: table,
+                chunk_entry_bytes: 8,
+                crc32c: miniblock::crc32c(data),
+                chunk_crc32c: vec![miniblock::crc32c(data)],
+                ..pb::Page::default()
+            }],
+            ..pb::Column::default()
+        }],
+        ..pb::Footer::default()
+    };
+    let footer = prost::Message::encode_to_vec(&footer);
+    let mut bytes = miniblock::file::MAGIC.to_vec();
+    bytes.extend_from_slice(&miniblock::file::FORMAT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(data);
+    bytes.extend_from_slice(&footer);
+    bytes.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&miniblock::crc32c(&footer).to_le_bytes());
+    bytes.extend_from_slice(&miniblock::file::MAGIC);
+    bytes
+}
