@@ -1,8 +1,8 @@
-//! Writes the golden files (the newest set, `tests/golden/v7`, by default): standalone pages (every encoding, nulls,
+//! Writes the golden files (the newest set, `tests/golden/v8`, by default): standalone pages (every encoding, nulls,
 //! widths 1 to 300, a wide chunk table) and column files, each with the bytes it must
 //! decode to. `tests/golden.rs` decodes the committed files, so any change of the format
 //! is caught. Regenerate only for a deliberate format change, into a new version folder:
-//! `cargo run --example golden -- tests/golden/v7`, then keep there only the files that
+//! `cargo run --example golden -- tests/golden/v8`, then keep there only the files that
 //! differ from the sets before it (`tests/golden.rs` reads a missing name from them).
 
 use std::fs;
@@ -120,7 +120,7 @@ fn main() {
     let dir = PathBuf::from(
         std::env::args()
             .nth(1)
-            .unwrap_or_else(|| "tests/golden/v7".to_owned()),
+            .unwrap_or_else(|| "tests/golden/v8".to_owned()),
     );
     fs::create_dir_all(&dir).unwrap();
     let mut manifest = String::from("# name data_type num_values has_validity\n");

@@ -358,10 +358,11 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     })
     .unwrap();
     let footer = read.swap(0, Ordering::SeqCst);
+    // A page's chunks and its page buffers (a dictionary), nothing else.
     let a_bytes: u64 = counted.footer().columns[0]
         .pages
         .iter()
-        .map(|p| p.length)
+        .map(|p| p.length + p.buffer_sizes.iter().sum::<u64>())
         .sum();
     let _: Vec<RecordBatch> = counted
         .scan(&ScanOptions {

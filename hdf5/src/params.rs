@@ -19,7 +19,8 @@
 //! 0 `auto`, 1 `auto:0`, then 2 + the encoding's index in [`miniblock::Encoding::ALL`]:
 //! 2 `plain`, 3 `lz4`, 4 `zstd`, 5 `bss`, 6 `bss+lz4`, 7 `bss+zstd`, 8 `alp`,
 //! 9 `alp+lz4`, 10 `alp+zstd`, 11 `alp+ans`, 12 `alp-rd`, 13 `delta`, 14 `delta+lz4`,
-//! 15 `delta+zstd`, 16 `delta+ans`, 17 `bitpack`, 18 `dict`, 19 `dict+zstd`.
+//! 15 `delta+zstd`, 16 `delta+ans`, 17 `bitpack`, 18 `dict`, 19 `dict+zstd`,
+//! 20 `bss+zstd+dict`.
 
 use miniblock::encodings::Strategy;
 use miniblock::frame::{FrameOptions, FrameType};

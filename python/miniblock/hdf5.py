@@ -43,7 +43,7 @@ PLUGIN_FILE: str = os.path.join(PLUGIN_PATH, "libh5miniblock.so")
 _ENCODINGS = [
     "auto", "auto:0", "plain", "lz4", "zstd", "bss", "bss+lz4", "bss+zstd", "alp",
     "alp+lz4", "alp+zstd", "alp+ans", "alp-rd", "delta", "delta+lz4", "delta+zstd",
-    "delta+ans", "bitpack", "dict", "dict+zstd",
+    "delta+ans", "bitpack", "dict", "dict+zstd", "bss+zstd+dict",
 ]
 
 

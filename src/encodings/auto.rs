@@ -8,7 +8,8 @@
 //! the whole page with every enabled encoding, exactly as the page would be encoded, and
 //! compares the sizes:
 //!
-//! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, (for 1-, 2-, 4- and 8-byte
+//! - the default candidates are lz4, bss+lz4, zstd, bss+zstd, bss+zstd+dict (in the
+//!   first stage it is bss+zstd: its page's dictionary is made only as below), (for 1-, 2-, 4- and 8-byte
 //!   values) bitpack, delta, delta+lz4, delta+ans and delta+zstd, (for 1- to 8-byte values) dict
 //!   and dict+zstd, and (for 4- and 8-byte values) alp, alp-rd, alp+lz4, alp+ans and
 //!   alp+zstd; plain and bss can be
@@ -46,7 +47,7 @@
 //!   on the sample (data close to incompressible);
 //! - the candidates are ranked by decode speed in chunks of the default size (plain,
 //!   bss, lz4, bss+lz4, bitpack, dict, delta, delta+lz4, alp, alp-rd, alp+lz4, dict+zstd,
-//!   alp+ans, delta+ans, bss+zstd, zstd, delta+zstd, alp+zstd); the pick is the
+//!   alp+ans, delta+ans, bss+zstd, bss+zstd+dict, zstd, delta+zstd, alp+zstd); the pick is the
 //!   fastest whose estimate is at most `1 / (1 - min_gain)` times the smallest, or
 //!   less than `min_gain / 8` of the values' bytes above it (so a page every candidate
 //!   shrinks to almost nothing, such as a sorted key, keeps the fastest). `min_gain = 0`
@@ -58,7 +59,7 @@
 //!   delta's residuals; their symbol counts) is derived once per chunk for every trial,
 //!   the page's tables and the final encoding (the page encoder's memo);
 //! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
-//!   tables from it, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
+//!   tables from it, `bss+zstd+dict` a Zstd dictionary, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
 //!   chunk with tables of its own); when that is within 1.3x of the best estimate it is
 //!   made for the page once from a sample of its chunks ([`Learn::Sample`]), tried again
 //!   as made, and its tables' bytes are added to its estimate (the tables save at most
@@ -297,7 +298,7 @@ fn fastest_within(estimates: &[(Encoding, Option<f64>)], min_gain: f64) -> usize
 /// "Where the scan floor's gap lies"), not a measure of the values at hand: on some
 /// series `bss+zstd` decodes faster than `delta+ans`, or `alp+ans` (many exceptions)
 /// slower, so a large `min_gain` can still pick a slower encoding than `min_gain = 0`.
-const SPEED_ORDER: [Encoding; 18] = [
+const SPEED_ORDER: [Encoding; 19] = [
     Encoding::Plain,
     Encoding::Bss,
     Encoding::Lz4,
@@ -313,6 +314,7 @@ const SPEED_ORDER: [Encoding; 18] = [
     Encoding::AlpAns,
     Encoding::DeltaAns,
     Encoding::BssZstd,
+    Encoding::BssZstdDict,
     Encoding::Zstd,
     Encoding::DeltaZstd,
     Encoding::AlpZstd,
@@ -779,6 +781,14 @@ impl AutoChooser {
             }
             for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
                 if tried(*encoding) && is_zstd(*encoding) == zstd {
+                    // Before its page's dictionary, bss+zstd+dict is bss+zstd.
+                    if *encoding == Encoding::BssZstdDict {
+                        let plain = estimates.iter().find(|(e, _)| *e == Encoding::BssZstd);
+                        if let Some(&(_, Some(ratio))) = plain {
+                            estimates[i].1 = Some(ratio);
+                            continue;
+                        }
+                    }
                     let leader = leader(&estimates);
                     let compressor = compressor.as_ref();
                     let ratio = trial.screened_ratio(i, *encoding, compressor, &first, leader)?;
@@ -943,6 +953,18 @@ impl AutoChooser {
             let mut chunks: Vec<Window> = first.iter().map(|w| all[w.chunk].clone()).collect();
             chunks.dedup_by_key(|w| w.chunk);
             if let Some((best, ratio)) = leader(&estimates) {
+                // A dictionary lets a window match what lies beyond it, which the others'
+                // windows cannot: the candidates close to it without its dictionary are
+                // measured again too, on whole chunks where they can.
+                let ratio = if estimates[best].0 == Encoding::BssZstdDict {
+                    estimates
+                        .iter()
+                        .find(|(e, _)| *e == Encoding::BssZstd)
+                        .and_then(|(_, r)| *r)
+                        .map_or(ratio, |r| r.max(ratio))
+                } else {
+                    ratio
+                };
                 // The best first: the others move as it moved.
                 let again: Vec<usize> = std::iter::once(best)
                     .chain((0..estimates.len()).filter(|&i| {

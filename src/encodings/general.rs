@@ -8,16 +8,19 @@
 //! grows by more than its chunk table, and the reader never has to guess.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use arrow_buffer::MutableBuffer;
 
 use super::repeats::{write_repeated_value_block, RepeatLayout};
 use super::{
-    check_chunk_input, check_output, checked_len, ChunkStorage, MiniBlockCompressor,
+    check_chunk_input, check_output, checked_len, ChunkStorage, Learn, MiniBlockCompressor,
     MiniBlockDecompressor, DEFAULT_ZSTD_LEVEL, TRUSTED_EXPANSION,
 };
 use crate::error::{Error, Result};
-use crate::proto::encodings::{array_encoding, ArrayEncoding, Compression, GeneralMiniBlock};
+use crate::proto::encodings::{
+    array_encoding, buffer, ArrayEncoding, Buffer, Compression, GeneralMiniBlock,
+};
 
 /// A general-purpose compression scheme applied per chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,6 +96,10 @@ thread_local! {
     /// One Zstd decompression context per thread.
     static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
         const { RefCell::new(None) };
+    /// Contexts for chunks compressed with a page's dictionary, kept apart from the
+    /// others so that neither keeps a dictionary or parameters the other set.
+    static ZSTD_DICT_CONTEXTS: RefCell<Option<(zstd::zstd_safe::CCtx<'static>, zstd::zstd_safe::DCtx<'static>)>> =
+        const { RefCell::new(None) };
     /// LZ4 hash tables per thread, cleared for each chunk instead of allocated and freed
     /// for each chunk: one with 16-bit entries for inputs under 64 KiB, one with 32-bit
     /// entries for larger ones. Each input size always gets the same kind of table, as
@@ -138,6 +145,70 @@ fn zstd_compress(src: &[u8], dst: &mut [u8], level: i32) -> Result<usize> {
         let (_, compressor) = slot.as_mut().expect("set above");
         compressor.compress_to_buffer(src, dst).map_err(fail)
     })
+}
+
+/// This thread's dictionary contexts, created on first use.
+fn with_dict_contexts<T>(
+    f: impl FnOnce(
+        &mut zstd::zstd_safe::CCtx<'static>,
+        &mut zstd::zstd_safe::DCtx<'static>,
+    ) -> Result<T>,
+) -> Result<T> {
+    ZSTD_DICT_CONTEXTS.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let cctx = zstd::zstd_safe::CCtx::try_create();
+            let dctx = zstd::zstd_safe::DCtx::try_create();
+            let (Some(cctx), Some(dctx)) = (cctx, dctx) else {
+                return Err(Error::invalid("zstd dictionary contexts: out of memory"));
+            };
+            *slot = Some((cctx, dctx));
+        }
+        let (cctx, dctx) = slot.as_mut().expect("set above");
+        f(cctx, dctx)
+    })
+}
+
+/// Compresses `src` into `dst` with a page's prepared dictionary; returns the bytes
+/// written.
+fn zstd_compress_with(
+    src: &[u8],
+    dst: &mut [u8],
+    cdict: &zstd::zstd_safe::CDict<'_>,
+) -> Result<usize> {
+    with_dict_contexts(|cctx, _| {
+        cctx.compress_using_cdict(dst, src, cdict).map_err(|code| {
+            Error::invalid(format!(
+                "zstd compression failed: {}",
+                zstd::zstd_safe::get_error_name(code)
+            ))
+        })
+    })
+}
+
+/// Decompresses one Zstd frame that must decode to exactly `dst.len()` bytes with a
+/// page's dictionary.
+fn zstd_decompress_with(
+    src: &[u8],
+    dst: &mut [u8],
+    ddict: &zstd::zstd_safe::DDict<'_>,
+) -> Result<()> {
+    let len = dst.len();
+    let written = with_dict_contexts(|_, dctx| {
+        dctx.decompress_using_ddict(dst, src, ddict).map_err(|code| {
+            Error::corrupt(format!(
+                "zstd chunk of {} bytes does not decompress to {len} bytes with its page's dictionary: {}",
+                src.len(),
+                zstd::zstd_safe::get_error_name(code)
+            ))
+        })
+    })?;
+    if written != len {
+        return Err(Error::corrupt(format!(
+            "zstd chunk decompressed to {written} bytes, expected {len}"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks that a Zstd chunk starts with a frame header recording exactly `len` decoded
@@ -253,6 +324,16 @@ pub(crate) fn lz4_decoded_len(block: &[u8], limit: usize) -> Result<usize> {
 /// libzstd's streaming decoder, growing `out` only as output really comes (doubling, up
 /// to `len`): the path for chunks that claim more than [`trusted_len`].
 fn zstd_decompress_growing(src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<()> {
+    zstd_decompress_growing_with(src, len, out, None)
+}
+
+/// [`zstd_decompress_growing`], with a page's dictionary when the frame was made with one.
+fn zstd_decompress_growing_with(
+    src: &[u8],
+    len: usize,
+    out: &mut Vec<u8>,
+    ddict: Option<&zstd::zstd_safe::DDict<'_>>,
+) -> Result<()> {
     use zstd::zstd_safe::{DCtx, InBuffer, OutBuffer};
     let corrupt = |what: String| {
         Error::corrupt(format!(
@@ -263,6 +344,14 @@ fn zstd_decompress_growing(src: &[u8], len: usize, out: &mut Vec<u8>) -> Result<
     out.clear();
     let mut dctx = DCtx::try_create()
         .ok_or_else(|| Error::invalid("zstd decompression context: out of memory"))?;
+    if let Some(ddict) = ddict {
+        dctx.ref_ddict(ddict).map_err(|code| {
+            Error::invalid(format!(
+                "zstd could not take a page's dictionary: {}",
+                zstd::zstd_safe::get_error_name(code)
+            ))
+        })?;
+    }
     let mut input = InBuffer::around(src);
     loop {
         if out.len() == out.capacity() && out.len() < len {
@@ -345,10 +434,39 @@ fn zstd_decompress(src: &[u8], dst: &mut [u8]) -> Result<()> {
     })
 }
 
+/// Most bytes a page's Zstd dictionary holds, decoded: matches further back than this
+/// gain little, and a reader allocates no more for one.
+pub const MAX_DICTIONARY_BYTES: usize = 1 << 20;
+
+/// How a Zstd dictionary's bytes begin when libzstd reads them as a trained dictionary
+/// (entropy tables and content) rather than as raw content: a page's dictionary never
+/// begins so, and a reader refuses one that does.
+const TRAINED_DICTIONARY_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
+
+/// Byte streams of each chunk a page's dictionary takes (the last ones, the values' high
+/// bytes: sign, exponent and leading fraction bits, which repeat across a page far more
+/// than within a chunk).
+const DICTIONARY_STREAMS: usize = 2;
+
+/// A page's Zstd dictionary, as the compressor uses it and as the page stores it.
+struct PageDictionary {
+    /// The page buffer: one Zstd frame of the dictionary's bytes.
+    buffers: Vec<Vec<u8>>,
+    cdict: zstd::zstd_safe::CDict<'static>,
+}
+
+impl std::fmt::Debug for PageDictionary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PageDictionary")
+            .field("frame_bytes", &self.buffers[0].len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Compresses every chunk of an inner compressor.
 #[derive(Debug)]
 pub struct GeneralMiniBlockCompressor {
-    inner: Box<dyn MiniBlockCompressor>,
+    inner: Arc<dyn MiniBlockCompressor>,
     scheme: CompressionScheme,
     level: Option<i32>,
     /// How the inner encoding lays out a chunk of one repeated value, for writing its LZ4
@@ -357,6 +475,11 @@ pub struct GeneralMiniBlockCompressor {
     /// Whether the inner encoding's chunks vary in size (ALP), so each compressed chunk
     /// starts with the inner chunk's size.
     size_prefix: bool,
+    /// Whether [`for_page`](MiniBlockCompressor::for_page) makes a Zstd dictionary of the
+    /// page (`bss+zstd+dict`).
+    learns_dictionary: bool,
+    /// The page's dictionary, in a compressor made for a page.
+    dictionary: Option<Arc<PageDictionary>>,
 }
 
 impl GeneralMiniBlockCompressor {
@@ -377,12 +500,52 @@ impl GeneralMiniBlockCompressor {
             )),
         };
         Ok(Self {
-            inner,
+            inner: Arc::from(inner),
             scheme,
             level: None,
             repeat_layout,
             size_prefix,
+            learns_dictionary: false,
+            dictionary: None,
         })
+    }
+
+    /// Makes a Zstd dictionary for each page (`bss+zstd+dict`): the high byte streams of
+    /// its chunks, which every chunk's frame may then match, so that what repeats across
+    /// the page but not within a chunk (an ephemeris' exponents, thousands of values
+    /// apart) is stored about once. For byte stream split under Zstd only.
+    pub fn with_page_dictionary(mut self) -> Result<Self> {
+        if self.scheme != CompressionScheme::Zstd || self.repeat_layout != Some(RepeatLayout::Split)
+        {
+            return Err(Error::invalid(
+                "a page dictionary is made only for byte stream split under zstd",
+            ));
+        }
+        self.learns_dictionary = true;
+        Ok(self)
+    }
+
+    /// The dictionary of the page `values`: for each chunk in turn, its last
+    /// [`DICTIONARY_STREAMS`] byte streams as byte stream split lays them out, up to
+    /// [`MAX_DICTIONARY_BYTES`]; `None` when there is nothing to take or it would begin
+    /// as a trained dictionary does.
+    fn dictionary_bytes(&self, values: &[u8]) -> Option<Vec<u8>> {
+        let width = self.inner.value_width();
+        let streams = DICTIONARY_STREAMS.min(width);
+        let chunk_bytes = self.inner.chunk_values() * width;
+        let mut dictionary =
+            Vec::with_capacity((values.len() / width * streams).min(MAX_DICTIONARY_BYTES));
+        for chunk in values.chunks(chunk_bytes) {
+            for stream in width - streams..width {
+                dictionary.extend(chunk.iter().skip(stream).step_by(width));
+            }
+            if dictionary.len() >= MAX_DICTIONARY_BYTES {
+                dictionary.truncate(MAX_DICTIONARY_BYTES);
+                break;
+            }
+        }
+        (!dictionary.is_empty() && !dictionary.starts_with(&TRAINED_DICTIONARY_MAGIC))
+            .then_some(dictionary)
     }
 
     /// Sets the compression level (Zstd only; LZ4 has none), recorded in
@@ -416,6 +579,10 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
                     compression: Some(Compression {
                         level: self.level,
                         ..self.scheme.to_proto()
+                    }),
+                    dictionary: self.dictionary.as_ref().map(|_| Buffer {
+                        buffer_index: 0,
+                        buffer_type: buffer::BufferType::Page.into(),
                     }),
                 },
             ))),
@@ -473,8 +640,16 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
             }
             CompressionScheme::Zstd => {
                 out.resize(body + zstd::zstd_safe::compress_bound(scratch.len()), 0);
-                let level = self.level.unwrap_or(DEFAULT_ZSTD_LEVEL);
-                let written = zstd_compress(scratch, &mut out[body..], level)?;
+                let written = match &self.dictionary {
+                    Some(dictionary) => {
+                        zstd_compress_with(scratch, &mut out[body..], &dictionary.cdict)?
+                    }
+                    None => zstd_compress(
+                        scratch,
+                        &mut out[body..],
+                        self.level.unwrap_or(DEFAULT_ZSTD_LEVEL),
+                    )?,
+                };
                 if body - start + written < scratch.len() {
                     out.truncate(body + written);
                     return Ok(ChunkStorage::Compressed);
@@ -485,19 +660,101 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
         out.extend_from_slice(scratch);
         Ok(ChunkStorage::Raw)
     }
+
+    /// With [`with_page_dictionary`](GeneralMiniBlockCompressor::with_page_dictionary):
+    /// a compressor whose chunks use the page's dictionary, stored as page buffer 0 (the
+    /// same from a sample as from the whole page: it is read off every chunk at once).
+    fn for_page(
+        &self,
+        values: &[u8],
+        _learn: Learn,
+    ) -> Result<Option<Box<dyn MiniBlockCompressor>>> {
+        if !self.learns_dictionary {
+            return Ok(None);
+        }
+        let Some(bytes) = self.dictionary_bytes(values) else {
+            return Ok(None);
+        };
+        let level = self.level.unwrap_or(DEFAULT_ZSTD_LEVEL);
+        let mut frame = Vec::new();
+        compress_append(CompressionScheme::Zstd, level, &bytes, &mut frame)?;
+        let cdict = zstd::zstd_safe::CDict::try_create(&bytes, level)
+            .ok_or_else(|| Error::invalid("zstd could not prepare a page's dictionary"))?;
+        Ok(Some(Box::new(Self {
+            inner: Arc::clone(&self.inner),
+            scheme: self.scheme,
+            level: self.level,
+            repeat_layout: self.repeat_layout,
+            size_prefix: self.size_prefix,
+            learns_dictionary: false,
+            dictionary: Some(Arc::new(PageDictionary {
+                buffers: vec![frame],
+                cdict,
+            })),
+        })))
+    }
+
+    fn page_buffers(&self) -> &[Vec<u8>] {
+        self.dictionary.as_ref().map_or(&[], |d| &d.buffers)
+    }
 }
 
 /// Decompresses each chunk, then decodes it with the inner decompressor.
-#[derive(Debug)]
 pub struct GeneralMiniBlockDecompressor {
     inner: Box<dyn MiniBlockDecompressor>,
     scheme: CompressionScheme,
+    /// Whether the message names a dictionary (page buffer 0), and, once the page's
+    /// buffers are bound, the dictionary prepared for decoding.
+    wants_dictionary: bool,
+    ddict: Option<zstd::zstd_safe::DDict<'static>>,
+}
+
+impl std::fmt::Debug for GeneralMiniBlockDecompressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeneralMiniBlockDecompressor")
+            .field("inner", &self.inner)
+            .field("scheme", &self.scheme)
+            .field("wants_dictionary", &self.wants_dictionary)
+            .field("dictionary_bound", &self.ddict.is_some())
+            .finish()
+    }
 }
 
 impl GeneralMiniBlockDecompressor {
     /// Wraps `inner`.
     pub fn new(inner: Box<dyn MiniBlockDecompressor>, scheme: CompressionScheme) -> Self {
-        Self { inner, scheme }
+        Self {
+            inner,
+            scheme,
+            wants_dictionary: false,
+            ddict: None,
+        }
+    }
+
+    /// Reads `dictionary` (the message's field 3) as page buffer 0 holding a Zstd
+    /// dictionary, bound with the page's buffers; refused for LZ4, for an inner encoding
+    /// that reads page buffers itself, and for any buffer but the page's first.
+    pub fn with_dictionary(mut self, dictionary: Buffer) -> Result<Self> {
+        if self.scheme != CompressionScheme::Zstd {
+            return Err(Error::unsupported(
+                "a dictionary for lz4 (only zstd takes one)",
+            ));
+        }
+        if self.inner.page_buffer_count() != 0 {
+            return Err(Error::unsupported(
+                "a zstd dictionary over an encoding with page buffers of its own",
+            ));
+        }
+        if dictionary.buffer_index != 0
+            || dictionary.buffer_type != i32::from(buffer::BufferType::Page)
+        {
+            return Err(Error::unsupported(format!(
+                "a zstd dictionary in {:?} buffer {} (only page buffer 0 is read)",
+                dictionary.buffer_type, dictionary.buffer_index
+            )));
+        }
+        self.wants_dictionary = true;
+        Ok(self)
     }
 }
 
@@ -531,6 +788,14 @@ impl GeneralMiniBlockDecompressor {
             }
             CompressionScheme::Zstd => {
                 check_zstd_header(chunk, len)?;
+                if let Some(ddict) = &self.ddict {
+                    // As without a dictionary: a large claim is verified as output comes.
+                    if !trusted {
+                        return zstd_decompress_growing_with(chunk, len, scratch, Some(ddict));
+                    }
+                    scratch.resize(len, 0);
+                    return zstd_decompress_with(chunk, scratch, ddict);
+                }
                 if trusted {
                     scratch.resize(len, 0);
                     zstd_decompress(chunk, scratch)
@@ -585,7 +850,10 @@ impl GeneralMiniBlockDecompressor {
             }
             CompressionScheme::Zstd => {
                 check_zstd_header(chunk, len)?;
-                zstd_decompress(chunk, out)?;
+                match &self.ddict {
+                    Some(ddict) => zstd_decompress_with(chunk, out, ddict)?,
+                    None => zstd_decompress(chunk, out)?,
+                }
             }
         }
         Ok(())
@@ -595,6 +863,41 @@ impl GeneralMiniBlockDecompressor {
 impl MiniBlockDecompressor for GeneralMiniBlockDecompressor {
     fn value_width(&self) -> usize {
         self.inner.value_width()
+    }
+
+    fn page_buffer_count(&self) -> usize {
+        usize::from(self.wants_dictionary)
+    }
+
+    /// With a dictionary: its frame is decoded (at most [`MAX_DICTIONARY_BYTES`], growing
+    /// only as output comes) and prepared once for every chunk of the page.
+    fn bind_page_buffers(&mut self, buffers: &[&[u8]]) -> Result<()> {
+        if !self.wants_dictionary {
+            return self.inner.bind_page_buffers(buffers);
+        }
+        let [frame] = buffers else {
+            return Err(Error::corrupt(format!(
+                "a page with a zstd dictionary has 1 page buffer, {} given",
+                buffers.len()
+            )));
+        };
+        // Within what a Zstd frame of its size can stand for, as for chunks.
+        let limit = frame
+            .len()
+            .saturating_mul(CompressionScheme::Zstd.max_expansion())
+            .min(MAX_DICTIONARY_BYTES);
+        let mut bytes = Vec::new();
+        zstd_decompress_bounded(frame, limit, &mut bytes)
+            .map_err(|e| Error::corrupt(format!("the page's zstd dictionary: {e}")))?;
+        if bytes.is_empty() || bytes.starts_with(&TRAINED_DICTIONARY_MAGIC) {
+            return Err(Error::corrupt(
+                "the page's zstd dictionary is empty or begins as a trained dictionary",
+            ));
+        }
+        let ddict = zstd::zstd_safe::DDict::try_create(&bytes)
+            .ok_or_else(|| Error::invalid("zstd could not prepare the page's dictionary"))?;
+        self.ddict = Some(ddict);
+        Ok(())
     }
 
     fn max_expansion(&self) -> usize {

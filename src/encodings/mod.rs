@@ -794,6 +794,10 @@ pub enum Encoding {
     BssLz4,
     /// Byte stream split, each chunk compressed with Zstd.
     BssZstd,
+    /// Byte stream split, each chunk compressed with Zstd and a dictionary the page
+    /// stores once: the high byte streams of its chunks, so what repeats across the page
+    /// but not within a chunk is matched.
+    BssZstdDict,
     /// ALP, integers bit-packed (32- and 64-bit floats only).
     Alp,
     /// ALP, integers in byte streams, each chunk compressed with LZ4.
@@ -827,8 +831,9 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    /// Every encoding, in the order reports list them.
-    pub const ALL: [Encoding; 18] = [
+    /// Every encoding, in the order reports list them: the order they were added in (the
+    /// HDF5 filter's parameter codes follow it, so a new one goes at the end).
+    pub const ALL: [Encoding; 19] = [
         Encoding::Plain,
         Encoding::Lz4,
         Encoding::Zstd,
@@ -847,6 +852,7 @@ impl Encoding {
         Encoding::Bitpack,
         Encoding::Dict,
         Encoding::DictZstd,
+        Encoding::BssZstdDict,
     ];
 
     /// The name used on the command line and in reports.
@@ -858,6 +864,7 @@ impl Encoding {
             Encoding::Bss => "bss",
             Encoding::BssLz4 => "bss+lz4",
             Encoding::BssZstd => "bss+zstd",
+            Encoding::BssZstdDict => "bss+zstd+dict",
             Encoding::Alp => "alp",
             Encoding::AlpLz4 => "alp+lz4",
             Encoding::AlpZstd => "alp+zstd",
@@ -919,7 +926,10 @@ impl Encoding {
 
     /// Whether the values are byte-stream split.
     pub fn splits(self) -> bool {
-        matches!(self, Encoding::Bss | Encoding::BssLz4 | Encoding::BssZstd)
+        matches!(
+            self,
+            Encoding::Bss | Encoding::BssLz4 | Encoding::BssZstd | Encoding::BssZstdDict
+        )
     }
 
     /// The general compression scheme applied to each chunk, if any.
@@ -939,6 +949,7 @@ impl Encoding {
             }
             Encoding::Zstd
             | Encoding::BssZstd
+            | Encoding::BssZstdDict
             | Encoding::AlpZstd
             | Encoding::DeltaZstd
             | Encoding::DictZstd => Some(CompressionScheme::Zstd),
@@ -1003,10 +1014,15 @@ impl Encoding {
                 inner,
                 CompressionScheme::Lz4,
             )?),
-            Some(CompressionScheme::Zstd) => Box::new(
-                GeneralMiniBlockCompressor::try_new(inner, CompressionScheme::Zstd)?
-                    .with_level(options.zstd_level)?,
-            ),
+            Some(CompressionScheme::Zstd) => {
+                let general = GeneralMiniBlockCompressor::try_new(inner, CompressionScheme::Zstd)?
+                    .with_level(options.zstd_level)?;
+                Box::new(if self == Encoding::BssZstdDict {
+                    general.with_page_dictionary()?
+                } else {
+                    general
+                })
+            }
         })
     }
 
@@ -1062,6 +1078,9 @@ impl Encoding {
                     (Encoding::Plain, CompressionScheme::Lz4) => Encoding::Lz4,
                     (Encoding::Plain, CompressionScheme::Zstd) => Encoding::Zstd,
                     (Encoding::Bss, CompressionScheme::Lz4) => Encoding::BssLz4,
+                    (Encoding::Bss, CompressionScheme::Zstd) if general.dictionary.is_some() => {
+                        Encoding::BssZstdDict
+                    }
                     (Encoding::Bss, CompressionScheme::Zstd) => Encoding::BssZstd,
                     (Encoding::Alp, CompressionScheme::Lz4) => Encoding::AlpLz4,
                     (Encoding::Alp, CompressionScheme::Zstd) => Encoding::AlpZstd,
@@ -1353,7 +1372,11 @@ fn decompressor_within(
                 .ok_or_else(|| Error::corrupt("general_mini_block has no compression"))?;
             let scheme = CompressionScheme::from_proto(compression)?;
             let inner = decompressor_within(inner, Parent::General)?;
-            Ok(Box::new(GeneralMiniBlockDecompressor::new(inner, scheme)))
+            let decompressor = GeneralMiniBlockDecompressor::new(inner, scheme);
+            Ok(Box::new(match &general.dictionary {
+                Some(dictionary) => decompressor.with_dictionary(*dictionary)?,
+                None => decompressor,
+            }))
         }
     }
 }

@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long = "column", value_name = "NAME")]
     columns: Vec<String>,
     /// Encodings to measure (comma-separated): plain, lz4, zstd, bss, bss+lz4, bss+zstd,
-    /// bitpack, delta, delta+lz4, delta+zstd, delta+ans (1-, 2-, 4- and 8-byte values),
+    /// bss+zstd+dict, bitpack, delta, delta+lz4, delta+zstd, delta+ans (1-, 2-, 4- and 8-byte values),
     /// dict, dict+zstd (1- to 8-byte values), alp, alp+lz4, alp+zstd, alp+ans, alp-rd
     /// (32- and 64-bit floats), auto (default knob) and auto:GAIN (auto:0 favours size),
     /// either followed by :nofill for no fill pages.

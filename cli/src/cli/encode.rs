@@ -35,7 +35,7 @@ pub struct Args {
     /// (the fastest-decoding encoding at most 1/(1-GAIN) times the smallest, e.g. auto:0
     /// for the smallest, auto:0.2 for faster scans), either followed by :nofill for no
     /// fill pages (auto:nofill, auto:0:nofill), or one
-    /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd, bitpack, delta, delta+lz4, delta+zstd,
+    /// of plain, lz4, zstd, bss, bss+lz4, bss+zstd, bss+zstd+dict, bitpack, delta, delta+lz4, delta+zstd,
     /// delta+ans (1-, 2-, 4- and 8-byte values), dict, dict+zstd (1- to 8-byte values), alp,
     /// alp+lz4, alp+zstd, alp+ans, alp-rd (32- and 64-bit floats).
     #[arg(long, default_value = "auto", value_parser = parse_strategy)]
