@@ -8,7 +8,7 @@
 //!
 //! `cargo bench --bench floats` (one group per file: `<codec>/encode`, `<codec>/decode`
 //! for `auto:0`, `auto`, `alp+ans`, `alp+zstd`, `alp-rd`, `delta+ans`, `delta`,
-//! `delta+zstd`, `delta+lz4`, `bss+lz4`, `bss+zstd`, `dict+zstd`, `bitpack`, `dict`, `pco`, `parquet`). A page's
+//! `delta+zstd`, `delta+lz4`, `bss+lz4`, `bss+zstd`, `bss+zstd+dict`, `dict+zstd`, `bitpack`, `dict`, `pco`, `parquet`). A page's
 //! size counts its chunk table, its encoding message and its page buffers.
 //!
 //! `file:auto:0` and `file:auto` measure the same through the column-file API a user
@@ -36,7 +36,7 @@ use common::{decode, parquet_decompress, Pages};
 
 /// The miniblock strategies measured: `auto:0` first (the ratio floors' subject), then
 /// the fixed encodings it chooses from on floats.
-const STRATEGIES: [&str; 14] = [
+const STRATEGIES: [&str; 15] = [
     "auto:0",
     "auto",
     "alp+ans",
@@ -48,6 +48,7 @@ const STRATEGIES: [&str; 14] = [
     "delta+lz4",
     "bss+lz4",
     "bss+zstd",
+    "bss+zstd+dict",
     "dict+zstd",
     "bitpack",
     "dict",

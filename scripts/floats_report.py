@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-CODECS = ["auto:0", "auto", "alp+ans", "alp+zstd", "alp-rd", "delta+ans", "delta", "delta+zstd", "bss+zstd", "dict+zstd", "parquet", "pco"]
+CODECS = ["auto:0", "auto", "alp+ans", "alp+zstd", "alp-rd", "delta+ans", "delta", "delta+zstd", "bss+zstd", "bss+zstd+dict", "dict+zstd", "parquet", "pco"]
 
 
 def main() -> None:

@@ -50,7 +50,9 @@
 //!   alp+ans, delta+ans, bss+zstd, bss+zstd+dict, zstd, delta+zstd, alp+zstd); the pick is the
 //!   fastest whose estimate is at most `1 / (1 - min_gain)` times the smallest, or
 //!   less than `min_gain / 8` of the values' bytes above it (so a page every candidate
-//!   shrinks to almost nothing, such as a sorted key, keeps the fastest). `min_gain = 0`
+//!   shrinks to almost nothing, such as a sorted key, keeps the fastest) while at most
+//!   `(1 + min_gain) / (1 - min_gain)` times the smallest (twice the relative budget's
+//!   share: a page of ratio 136 gives up at most about 6%, not 50%). `min_gain = 0`
 //!   picks the smallest; the default, [`DEFAULT_MIN_GAIN`], gives up to about 3% of size
 //!   for faster decoding; `auto:0.3` up to about 43%;
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
@@ -266,11 +268,20 @@ fn size_dominated(encoding: Encoding, candidates: &[Encoding]) -> bool {
     candidates.contains(&by)
 }
 
+/// Whether an estimate `r` is within the size budget that the smallest estimate and
+/// `min_gain` set: at most `1 / (1 - min_gain)` times the smallest, or less than
+/// `min_gain / 8` of the values' bytes above it (where every candidate shrinks the page
+/// to almost nothing, a sorted key or a constant, a few bytes do not pay for slower
+/// decoding) while still at most twice the relative budget's share above it: on a page
+/// of ratio 136 that share alone would allow 1.5x the smallest, far from "about 3%".
+fn within_budget(r: f64, smallest: f64, min_gain: f64) -> bool {
+    let relative = r * (1.0 - min_gain) <= smallest;
+    let twice = r * (1.0 - min_gain) <= smallest * (1.0 + min_gain);
+    relative || (r - smallest < min_gain / 8.0 && twice)
+}
+
 /// The index of the fastest estimate (they come fastest first) within the size budget
-/// that the smallest one and `min_gain` set: at most `1 / (1 - min_gain)` times the
-/// smallest, or less than `min_gain / 8` of the values' bytes above it (where every
-/// candidate shrinks the page to almost nothing, a sorted key or a constant, a few bytes
-/// do not pay for slower decoding). 0 when there is no estimate.
+/// ([`within_budget`]); 0 when there is no estimate.
 ///
 /// The budget is set by the smallest, not by each faster pick in turn, so a larger
 /// `min_gain` never picks a smaller, slower-ranked encoding than a smaller one does.
@@ -281,9 +292,7 @@ fn fastest_within(estimates: &[(Encoding, Option<f64>)], min_gain: f64) -> usize
         .fold(f64::INFINITY, f64::min);
     estimates
         .iter()
-        .position(|&(_, r)| {
-            r.is_some_and(|r| r * (1.0 - min_gain) <= smallest || r - smallest < min_gain / 8.0)
-        })
+        .position(|&(_, r)| r.is_some_and(|r| within_budget(r, smallest, min_gain)))
         .unwrap_or(0)
 }
 
@@ -1153,9 +1162,11 @@ mod tests {
                     continue;
                 };
                 assert!(r * (1.0 - gain) <= smallest || r - smallest < gain / 8.0);
-                assert!(estimates[..i].iter().all(|e| e
-                    .1
-                    .is_none_or(|f| f * (1.0 - gain) > smallest && f - smallest >= gain / 8.0)));
+                // Never more than twice the relative budget above the smallest.
+                assert!(r * (1.0 - gain) <= smallest * (1.0 + gain) + 1e-12);
+                assert!(estimates[..i]
+                    .iter()
+                    .all(|e| e.1.is_none_or(|f| !within_budget(f, smallest, gain))));
                 assert!(i <= last, "{gain}: {i} after {last}");
                 last = i;
             }
