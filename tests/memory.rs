@@ -484,7 +484,9 @@ fn long_runs_are_verified_in_slices() {
         let summary = reader.verify().unwrap();
         assert_eq!(summary.pages, 1);
     });
-    assert!(peak < 40 << 20, "verify allocated {peak} bytes");
+    // A few buffers of one 16 MiB slice (the values, and the dictionary's indices or
+    // the inner encoding's output for them), never the 128 MiB page.
+    assert!(peak < 48 << 20, "verify allocated {peak} bytes");
     let (peak, _) = measure(&serial, || {
         let rows = reader.read_column_range(0, 1_000_000..1_000_010).unwrap();
         assert_eq!(rows.len(), 10);

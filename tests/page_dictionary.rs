@@ -153,7 +153,7 @@ fn hostile_dictionaries_are_errors() {
 #[test]
 fn the_worked_example() {
     use prost::Message;
-    let array = Float64Array::from(vec![1.0, 2.0, -3.0]);
+    let array = long_period(2_000);
     let page = encode_page(&array, Encoding::BssZstdDict).unwrap();
     assert_eq!(
         page.encoding.encode_to_vec(),
@@ -162,7 +162,24 @@ fn the_worked_example() {
             b'z', b's', b't', b'd', 0x10, 0x03, 0x1A, 0x00
         ]
     );
+    // For each chunk of 512 values in turn: byte 6 of each value, then byte 7.
+    let bytes = values_bytes(&array);
+    let mut expected: Vec<u8> = Vec::new();
+    for chunk in bytes.chunks(512 * 8) {
+        for stream in 6..8 {
+            expected.extend(chunk.iter().skip(stream).step_by(8));
+        }
+    }
     let dictionary = zstd::bulk::decompress(&page.buffers[0], 1 << 20).unwrap();
-    assert_eq!(dictionary, [0xF0, 0x00, 0x08, 0x3F, 0x40, 0xC0]);
-    assert_eq!(decode(&page).unwrap(), values_bytes(&array));
+    assert_eq!(dictionary, expected);
+    assert_eq!(decode(&page).unwrap(), bytes);
+    // A page whose high bytes do not repeat across chunks gets no dictionary: its
+    // encoding is bss+zstd's.
+    let tiny = encode_page(
+        &Float64Array::from(vec![1.0, 2.0, -3.0]),
+        Encoding::BssZstdDict,
+    )
+    .unwrap();
+    assert_eq!(Encoding::of(&tiny.encoding), Some(Encoding::BssZstd));
+    assert!(tiny.buffers.is_empty());
 }

@@ -448,6 +448,16 @@ const TRAINED_DICTIONARY_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
 /// than within a chunk).
 const DICTIONARY_STREAMS: usize = 2;
 
+/// Chunks whose high streams are compressed alone to estimate what the dictionary saves.
+const DICTIONARY_PROBES: usize = 8;
+
+/// The Zstd level of those estimates.
+const DICTIONARY_PROBE_LEVEL: i32 = 1;
+
+/// A dictionary is made when its frame costs less than this share of what the probed
+/// chunks' high streams cost alone, per byte.
+const DICTIONARY_SAVING: f64 = 0.8;
+
 /// A page's Zstd dictionary, as the compressor uses it and as the page stores it.
 struct PageDictionary {
     /// The page buffer: one Zstd frame of the dictionary's bytes.
@@ -676,7 +686,46 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
             return Ok(None);
         };
         let level = self.level.unwrap_or(DEFAULT_ZSTD_LEVEL);
+        // The high streams stored once cost about their frame; stored chunk by chunk,
+        // about what a few chunks spread over the page cost alone. Both are measured at
+        // Zstd's fastest level first: without a clear saving no frame is made at the
+        // page's level and no dictionary prepared (they would cost encode time for
+        // nothing).
         let mut frame = Vec::new();
+        compress_append(
+            CompressionScheme::Zstd,
+            DICTIONARY_PROBE_LEVEL,
+            &bytes,
+            &mut frame,
+        )?;
+        let chunk_stream_bytes = bytes.len().div_ceil(
+            values
+                .len()
+                .div_ceil(self.inner.chunk_values() * self.inner.value_width()),
+        );
+        let chunks = bytes.len().div_ceil(chunk_stream_bytes.max(1));
+        let step = chunks.div_ceil(DICTIONARY_PROBES).max(1);
+        let (mut probed, mut probe_cost) = (0usize, 0usize);
+        let mut probe = Vec::new();
+        for c in (0..chunks).step_by(step) {
+            let start = c * chunk_stream_bytes;
+            let end = (start + chunk_stream_bytes).min(bytes.len());
+            probe.clear();
+            compress_append(
+                CompressionScheme::Zstd,
+                DICTIONARY_PROBE_LEVEL,
+                &bytes[start..end],
+                &mut probe,
+            )?;
+            probed += end - start;
+            probe_cost += probe.len().min(end - start);
+        }
+        let alone = probe_cost as f64 / probed.max(1) as f64;
+        let shared = frame.len() as f64 / bytes.len() as f64;
+        if shared >= alone * DICTIONARY_SAVING {
+            return Ok(None);
+        }
+        frame.clear();
         compress_append(CompressionScheme::Zstd, level, &bytes, &mut frame)?;
         let cdict = zstd::zstd_safe::CDict::try_create(&bytes, level)
             .ok_or_else(|| Error::invalid("zstd could not prepare a page's dictionary"))?;
