@@ -858,6 +858,14 @@ impl AutoChooser {
             if let Some(page) = &page {
                 trial.encoded[i].clear();
                 estimates[i].1 = Some(trial.ratio(i, *encoding, page.as_ref(), &first)? + carries);
+            } else if *encoding == Encoding::BssZstdDict
+                && estimates
+                    .iter()
+                    .any(|(e, r)| *e == Encoding::BssZstd && r.is_some())
+            {
+                // Without its dictionary it is bss+zstd, already a candidate: no second
+                // trial of the same chunks.
+                estimates[i].1 = None;
             }
             page_compressors.push(page);
             carried.push(carries);

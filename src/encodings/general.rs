@@ -698,12 +698,11 @@ impl MiniBlockCompressor for GeneralMiniBlockCompressor {
             &bytes,
             &mut frame,
         )?;
-        let chunk_stream_bytes = bytes.len().div_ceil(
-            values
-                .len()
-                .div_ceil(self.inner.chunk_values() * self.inner.value_width()),
-        );
-        let chunks = bytes.len().div_ceil(chunk_stream_bytes.max(1));
+        // Each whole chunk adds this many bytes, in order (only the page's last may add
+        // fewer).
+        let chunk_stream_bytes =
+            DICTIONARY_STREAMS.min(self.inner.value_width()) * self.inner.chunk_values();
+        let chunks = bytes.len().div_ceil(chunk_stream_bytes);
         let step = chunks.div_ceil(DICTIONARY_PROBES).max(1);
         let (mut probed, mut probe_cost) = (0usize, 0usize);
         let mut probe = Vec::new();
