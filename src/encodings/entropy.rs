@@ -2063,8 +2063,10 @@ pub(crate) fn decode_many(
     }
     let mut used = vec![0; inputs.len()];
     // The four-lane streams the kernel takes: their index, where their bit stream's
-    // length starts, and a table of their own (built here) or a page table's index.
-    let mut wide: Vec<(usize, usize, Result<Decoder, usize>)> = Vec::new();
+    // length starts, and the index of a table of their own (built here, in `own`) or of
+    // a page table. Tables live apart so that sorting moves small tuples, not tables.
+    let mut own: Vec<Decoder> = Vec::new();
+    let mut wide: Vec<(usize, usize, Result<usize, usize>)> = Vec::new();
     for (i, (input, out)) in inputs.iter().zip(outs.iter_mut()).enumerate() {
         let n = out.len();
         let corrupt =
@@ -2074,7 +2076,8 @@ pub(crate) fn decode_many(
         match input.first() {
             Some(&MODE_TANS4) if kernel => {
                 let (norm, log, at) = read_table(&input[1..]).map_err(corrupt)?;
-                wide.push((i, 1 + at, Ok(Decoder::new(&norm, log))));
+                wide.push((i, 1 + at, Ok(own.len())));
+                own.push(Decoder::new(&norm, log));
             }
             Some(&MODE_SHARED4) if kernel => {
                 let t = usize::from(
@@ -2123,9 +2126,9 @@ pub(crate) fn decode_many(
         );
         for (i, at, table) in alone {
             let (i, at) = (*i, *at);
-            let decoder = match table {
-                Ok(own) => own,
-                Err(t) => &tables.decoders[*t],
+            let decoder = match *table {
+                Ok(k) => &own[k],
+                Err(t) => &tables.decoders[t],
             };
             let out = outs[i].take().expect("each stream is in one group");
             used[i] = at
@@ -2138,9 +2141,9 @@ pub(crate) fn decode_many(
         let mut ends = Vec::with_capacity(group.len());
         for (i, at, table) in group {
             let (i, at) = (*i, *at);
-            let decoder = match table {
-                Ok(own) => own,
-                Err(t) => &tables.decoders[*t],
+            let decoder = match *table {
+                Ok(k) => &own[k],
+                Err(t) => &tables.decoders[t],
             };
             let (bits, len, states) = decoder
                 .start::<WIDE_LANES>(&inputs[i][at..])
@@ -2182,13 +2185,37 @@ pub(crate) fn decode_many(
                 pos: WIDE_LANES * decoder.log as usize,
             });
         }
-        // Whole groups of four of the steps before the lanes' last bytes.
-        let steps = (n - WIDE_LANES) / 4 * 4;
-        let reached = kernels::tans::decode4(&mut cursors, 0, steps);
-        for (cursor, &(i, at, _, len, decoder, _)) in cursors.iter_mut().zip(&ends) {
-            used[i] = at
-                + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, reached, len))
-                    .map_err(corrupt)?;
+        // Whole groups of four of the steps before the lanes' last bytes. The kernel runs
+        // the streams still going up to the shortest one's last such step; that one (and
+        // any as short) finishes alone, and the kernel goes on with the others while they
+        // fill a vector well enough, so that streams of different lengths (the chunks of
+        // a fill page) are not left to finish alone from the shortest one's end.
+        let steps_of = |c: &kernels::tans::Cursor| (c.out.len() - WIDE_LANES) / 4 * 4;
+        let (mut active, mut reached) = (cursors.len(), 0);
+        while active > 0 {
+            let target = steps_of(&cursors[active - 1]);
+            let got = if active >= kernels::tans::MIN_PER_VECTOR {
+                kernels::tans::decode4(&mut cursors[..active], reached, target)
+            } else {
+                reached
+            };
+            // Longest first: the streams from `keep` on go no further in the kernel.
+            let keep = if got == target && active >= kernels::tans::MIN_PER_VECTOR {
+                cursors[..active]
+                    .iter()
+                    .position(|c| steps_of(c) <= got)
+                    .unwrap_or(active)
+            } else {
+                0
+            };
+            for (cursor, &(i, at, _, len, decoder, _)) in
+                cursors[keep..active].iter_mut().zip(&ends[keep..active])
+            {
+                used[i] = at
+                    + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, got, len))
+                        .map_err(corrupt)?;
+            }
+            (active, reached) = (keep, got);
         }
     }
     Ok(used)
@@ -2866,8 +2893,11 @@ mod tests {
         let tables = PageTables::from_streams(&sampled, 10.0);
         let parsed = PageTables::parse(&tables.to_bytes()).unwrap();
         let none = PageTables::default();
+        // Runs of one length, and lengths apart (the kernel takes the longer streams on
+        // past each shorter one's end).
         let lengths = [
-            1024, 1024, 1024, 1000, 1024, 9, 1024, 300, 1024, 1024, 1024, 1024,
+            1024, 1024, 1024, 1000, 1024, 9, 1024, 300, 1024, 1024, 1024, 1024, 700, 512, 200, 64,
+            33, 800,
         ];
         let mut streams = Vec::new();
         let mut coded: Vec<Vec<u8>> = Vec::new();

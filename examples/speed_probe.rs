@@ -1,0 +1,78 @@
+//! Times one strategy on a raw .f32/.f64 file through the page API, one thread, for
+//! profiling (`perf record`): `cargo run --release --example speed_probe -- FILE STRATEGY
+//! [encode|decode] [SECONDS] [CHUNK_VALUES]`. Pages are 1 MiB, as in `benches/floats.rs`; every decode is
+//! checked against the input once.
+use miniblock::encodings::{EncoderOptions, Strategy};
+use miniblock::PageEncoder;
+use std::time::{Duration, Instant};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: speed_probe FILE STRATEGY [encode|decode] [SECONDS] [CHUNK_VALUES]";
+    let path = args.get(1).ok_or(usage)?;
+    let strategy: Strategy = args.get(2).ok_or(usage)?.parse()?;
+    let what = args.get(3).map_or("decode", String::as_str);
+    let seconds: f64 = args.get(4).map_or(Ok(2.0), |s| s.parse())?;
+    let chunk = args.get(5).map(|s| s.parse()).transpose()?;
+    let is_f64 = std::path::Path::new(path)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("f64"));
+    let width = if is_f64 { 8 } else { 4 };
+    let bytes = std::fs::read(path)?;
+    let encoder = PageEncoder::for_strategy(
+        strategy,
+        width,
+        &EncoderOptions::default().with_chunk_values(chunk)?,
+    )?;
+    let encode = || -> Result<Vec<_>, miniblock::Error> {
+        bytes
+            .chunks((1 << 20) / width * width)
+            .map(|page| encoder.encode_values(page, None))
+            .collect()
+    };
+    let pages = encode()?;
+    let tables: Vec<Vec<u8>> = pages
+        .iter()
+        .map(miniblock::EncodedPage::chunk_table)
+        .collect();
+    let mut out = vec![0u8; bytes.len()];
+    let decode = |out: &mut [u8]| -> Result<(), miniblock::Error> {
+        let mut at = 0;
+        for (page, table) in pages.iter().zip(&tables) {
+            let decoder = miniblock::PageDecoder::from_parts(
+                &page.encoding,
+                &page.buffer_slices(),
+                page.num_values,
+                table,
+                page.table_format(),
+                &page.data,
+            )?;
+            let len = page.num_values as usize * width;
+            decoder.decode_into(0..page.num_values as usize, &mut out[at..at + len], None)?;
+            at += len;
+        }
+        Ok(())
+    };
+    decode(&mut out)?;
+    if out != bytes {
+        return Err("round trip differs".into());
+    }
+    let stored: usize = pages.iter().map(miniblock::EncodedPage::encoded_len).sum();
+    let start = Instant::now();
+    let mut runs = 0u32;
+    while start.elapsed() < Duration::from_secs_f64(seconds) {
+        if what == "encode" {
+            std::hint::black_box(encode()?);
+        } else {
+            decode(&mut out)?;
+        }
+        runs += 1;
+    }
+    let per_run = start.elapsed().as_secs_f64() / f64::from(runs);
+    println!(
+        "{path} {strategy} ratio {:.3} {what} {:.3} GB/s ({runs} runs)",
+        bytes.len() as f64 / stored as f64,
+        bytes.len() as f64 / per_run / 1e9
+    );
+    Ok(())
+}
