@@ -6,6 +6,9 @@ use miniblock::encodings::{EncoderOptions, Strategy};
 use miniblock::PageEncoder;
 use std::time::{Duration, Instant};
 
+#[path = "../benches/common.rs"]
+mod common;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: speed_probe FILE STRATEGY [encode|decode] [SECONDS] [CHUNK_VALUES]";
@@ -31,33 +34,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect()
     };
     let pages = encode()?;
-    let tables: Vec<Vec<u8>> = pages
-        .iter()
-        .map(miniblock::EncodedPage::chunk_table)
-        .collect();
     let mut out = vec![0u8; bytes.len()];
+    let pages: common::Pages = pages
+        .into_iter()
+        .map(|p| {
+            let table = p.chunk_table();
+            (p, table)
+        })
+        .collect();
     let decode = |out: &mut [u8]| -> Result<(), miniblock::Error> {
-        let mut at = 0;
-        for (page, table) in pages.iter().zip(&tables) {
-            let decoder = miniblock::PageDecoder::from_parts(
-                &page.encoding,
-                &page.buffer_slices(),
-                page.num_values,
-                table,
-                page.table_format(),
-                &page.data,
-            )?;
-            let len = page.num_values as usize * width;
-            decoder.decode_into(0..page.num_values as usize, &mut out[at..at + len], None)?;
-            at += len;
-        }
+        common::decode(&pages, out, width);
         Ok(())
     };
     decode(&mut out)?;
     if out != bytes {
         return Err("round trip differs".into());
     }
-    let stored: usize = pages.iter().map(miniblock::EncodedPage::encoded_len).sum();
+    let stored: usize = pages.iter().map(|(p, _)| p.encoded_len()).sum();
     let start = Instant::now();
     let mut runs = 0u32;
     while start.elapsed() < Duration::from_secs_f64(seconds) {
