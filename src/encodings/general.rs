@@ -1081,12 +1081,20 @@ pub(crate) fn decompress_exact_len(
 }
 
 /// Decompresses a Zstd frame of unknown decoded size, at most `limit` bytes, into `out`
-/// (cleared first), growing it only as output comes.
+/// (cleared first): in one call into a buffer of the size the frame records when its
+/// bytes justify that size ([`trusted_len`], as for chunks), else growing it only as
+/// output comes. (Zstd's streaming decoder copies its output through a buffer of its
+/// own: one call writes it in place.)
 pub(crate) fn zstd_decompress_bounded(src: &[u8], limit: usize, out: &mut Vec<u8>) -> Result<()> {
     let size = zstd::zstd_safe::get_frame_content_size(src).ok().flatten();
     match size {
         Some(size) if size <= limit as u64 => {
-            zstd_decompress_growing(src, usize::try_from(size).unwrap_or(usize::MAX), out)
+            let size = usize::try_from(size).unwrap_or(usize::MAX);
+            if size <= trusted_len(src.len()) {
+                decompress_exact_len(CompressionScheme::Zstd, src, size, out)
+            } else {
+                zstd_decompress_growing(src, size, out)
+            }
         }
         Some(size) => Err(Error::corrupt(format!(
             "zstd frame of {} bytes claims {size} decoded bytes, more than the {limit} its place allows",
