@@ -1359,23 +1359,9 @@ impl<'a> Chunk<'a> {
                 }
             } else {
                 let decoded = super::overwritten(scratch, int_bytes + correction_bytes);
-                // The chunk's streams, cut apart by their headers, decode side by side (in
-                // the vector kernel where the CPU has it), as one at a time would.
-                let mut inputs = Vec::with_capacity(decoded.len() / n.max(1));
                 let mut used = 0;
-                for _ in 0..decoded.len() / n.max(1) {
-                    let len = entropy::coded_len(&coded[used..], n)?;
-                    inputs.push(&coded[used..used + len]);
-                    used += len;
-                }
-                let mut outs: Vec<&mut [u8]> = decoded.chunks_exact_mut(n.max(1)).collect();
-                let taken = entropy::decode_many(&inputs, &mut outs, tables)?;
-                if let Some(k) = (0..inputs.len()).find(|&k| taken[k] != inputs[k].len()) {
-                    return Err(corrupt(format!(
-                        "stream {k} takes {} of the {} bytes its header gives",
-                        taken[k],
-                        inputs[k].len()
-                    )));
+                for stream in decoded.chunks_exact_mut(n.max(1)) {
+                    used += entropy::decode(&coded[used..], stream, tables)?;
                 }
                 if used != coded.len() {
                     return Err(corrupt(format!(
