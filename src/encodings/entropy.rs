@@ -2185,37 +2185,13 @@ pub(crate) fn decode_many(
                 pos: WIDE_LANES * decoder.log as usize,
             });
         }
-        // Whole groups of four of the steps before the lanes' last bytes. The kernel runs
-        // the streams still going up to the shortest one's last such step; that one (and
-        // any as short) finishes alone, and the kernel goes on with the others while they
-        // fill a vector well enough, so that streams of different lengths (the chunks of
-        // a fill page) are not left to finish alone from the shortest one's end.
-        let steps_of = |c: &kernels::tans::Cursor| (c.out.len() - WIDE_LANES) / 4 * 4;
-        let (mut active, mut reached) = (cursors.len(), 0);
-        while active > 0 {
-            let target = steps_of(&cursors[active - 1]);
-            let got = if active >= kernels::tans::MIN_PER_VECTOR {
-                kernels::tans::decode4(&mut cursors[..active], reached, target)
-            } else {
-                reached
-            };
-            // Longest first: the streams from `keep` on go no further in the kernel.
-            let keep = if got == target && active >= kernels::tans::MIN_PER_VECTOR {
-                cursors[..active]
-                    .iter()
-                    .position(|c| steps_of(c) <= got)
-                    .unwrap_or(active)
-            } else {
-                0
-            };
-            for (cursor, &(i, at, _, len, decoder, _)) in
-                cursors[keep..active].iter_mut().zip(&ends[keep..active])
-            {
-                used[i] = at
-                    + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, got, len))
-                        .map_err(corrupt)?;
-            }
-            (active, reached) = (keep, got);
+        // Whole groups of four of the steps before the lanes' last bytes.
+        let steps = (n - WIDE_LANES) / 4 * 4;
+        let reached = kernels::tans::decode4(&mut cursors, 0, steps);
+        for (cursor, &(i, at, _, len, decoder, _)) in cursors.iter_mut().zip(&ends) {
+            used[i] = at
+                + kernels::with_bmi2(|| decoder.finish::<WIDE_LANES>(cursor, reached, len))
+                    .map_err(corrupt)?;
         }
     }
     Ok(used)
