@@ -1,7 +1,8 @@
 //! Times one strategy on a raw .f32/.f64 file through the page API, one thread, for
 //! profiling (`perf record`): `cargo run --release --example speed_probe -- FILE STRATEGY
-//! [encode|decode] [SECONDS] [CHUNK_VALUES]`. Pages are 1 MiB, as in `benches/floats.rs`; every decode is
-//! checked against the input once.
+//! [encode|decode|file] [SECONDS] [CHUNK_VALUES]`. Pages are 1 MiB, as in `benches/floats.rs`; every decode is
+//! checked against the input once; `file` reads a column file (a new reader each time,
+//! into a buffer) written with those pages.
 use miniblock::encodings::{EncoderOptions, Strategy};
 use miniblock::PageEncoder;
 use std::time::{Duration, Instant};
@@ -50,12 +51,52 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if out != bytes {
         return Err("round trip differs".into());
     }
+    let file = {
+        use miniblock::arrow::array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+        use miniblock::file::{FileWriter, WriteOptions};
+        let column: ArrayRef = if width == 8 {
+            std::sync::Arc::new(Float64Array::from_iter_values(
+                bytes
+                    .chunks_exact(8)
+                    .map(|b| f64::from_le_bytes(b.try_into().expect("8"))),
+            ))
+        } else {
+            std::sync::Arc::new(Float32Array::from_iter_values(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes(b.try_into().expect("4"))),
+            ))
+        };
+        let batch = RecordBatch::try_from_iter([("v", column)])?;
+        let options = WriteOptions {
+            page_values: Some((1 << 20) / width),
+            parallel: false,
+            ..WriteOptions::default()
+        }
+        .with_strategy(strategy);
+        let mut writer = FileWriter::try_new(Vec::new(), &batch.schema(), options)?;
+        writer.write_batch(&batch)?;
+        writer.finish()?
+    };
+    let read_file = |out: &mut [u8]| -> Result<(), miniblock::Error> {
+        let mut reader = miniblock::file::FileReader::open(std::io::Cursor::new(&file))?;
+        let rows = reader.num_rows();
+        reader.read_column_range_into(0, 0..rows, out)?;
+        Ok(())
+    };
+    out.fill(0);
+    read_file(&mut out)?;
+    if out != bytes {
+        return Err("file round trip differs".into());
+    }
     let stored: usize = pages.iter().map(|(p, _)| p.encoded_len()).sum();
     let start = Instant::now();
     let mut runs = 0u32;
     while start.elapsed() < Duration::from_secs_f64(seconds) {
         if what == "encode" {
             std::hint::black_box(encode()?);
+        } else if what == "file" {
+            read_file(&mut out)?;
         } else {
             decode(&mut out)?;
         }
