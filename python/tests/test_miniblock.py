@@ -367,6 +367,19 @@ def test_zarr_v3_codec(tmp_path):
     zb[:] = big
     assert 65536 * big.itemsize > 128 * 1024
     assert same_bits(zarr.open_array(str(tmp_path / "big.zarr"), mode="r")[:], big)
+    # With zarr set to one chunk at a time and one worker, large chunks are coded on the
+    # event loop too (no hop): written and read back the same.
+    with zarr.config.set({"async.concurrency": 1, "threading.max_workers": 1}):
+        from miniblock.zarr import _one_at_a_time
+
+        assert _one_at_a_time()
+        zs = zarr.create_array(str(tmp_path / "serial.zarr"), shape=big.shape, chunks=(65536,),
+                               dtype=big.dtype, serializer=Miniblock(), compressors=None)
+        zs[:] = big
+        assert same_bits(zarr.open_array(str(tmp_path / "serial.zarr"), mode="r")[:], big)
+    from miniblock.zarr import _one_at_a_time
+
+    assert not _one_at_a_time()
     # Edge chunks: zarr pads them to the full chunk shape.
     e = zarr.create_array(str(tmp_path / "edge.zarr"), shape=(7, 95), chunks=(4, 50), dtype="<i4",
                           serializer=Miniblock())
