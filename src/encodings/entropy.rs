@@ -802,8 +802,10 @@ pub struct PageTables {
     norms: Vec<(Vec<(u8, u32)>, u32)>,
     /// Built by [`from_streams`](Self::from_streams) only.
     coders: Vec<Coder>,
-    /// Built by [`parse`](Self::parse) only.
-    decoders: Vec<Decoder>,
+    /// Built from `norms` when first decoded with ([`decoders`](Self::decoders)): a page's
+    /// layout is checked with a decompressor that never decodes, and building them is a
+    /// step per state of every table.
+    decoders: std::sync::OnceLock<Vec<Decoder>>,
     /// Set by [`from_streams`](Self::from_streams): whether the sample it was given likely
     /// missed what the rest of the page holds ([`sample_misses`](Self::sample_misses)).
     sample_missed: bool,
@@ -892,7 +894,7 @@ impl PageTables {
                 .map(|(norm, log)| Coder::new(norm.clone(), *log).with_costs())
                 .collect(),
             norms,
-            decoders: Vec::new(),
+            decoders: std::sync::OnceLock::new(),
             sample_missed: false,
         }
     }
@@ -953,6 +955,16 @@ impl PageTables {
         out
     }
 
+    /// The tables' decoders, built on first use.
+    fn decoders(&self) -> &[Decoder] {
+        self.decoders.get_or_init(|| {
+            self.norms
+                .iter()
+                .map(|(norm, log)| Decoder::new(norm, *log))
+                .collect()
+        })
+    }
+
     /// Parses and validates page tables; empty bytes are no tables.
     pub fn parse(bytes: &[u8]) -> Result<Self> {
         let corrupt = |what: String| Error::corrupt(format!("page entropy tables: {what}"));
@@ -976,10 +988,7 @@ impl PageTables {
             return Err(corrupt(format!("{} bytes after the tables", rest.len())));
         }
         Ok(Self {
-            decoders: tables
-                .iter()
-                .map(|(norm, log)| Decoder::new(norm, *log))
-                .collect(),
+            decoders: std::sync::OnceLock::new(),
             norms: tables,
             coders: Vec::new(),
             sample_missed: false,
@@ -1990,10 +1999,10 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
             let &t = rest
                 .first()
                 .ok_or_else(|| corrupt("no page table index".to_owned()))?;
-            let table = tables.decoders.get(usize::from(t)).ok_or_else(|| {
+            let table = tables.decoders().get(usize::from(t)).ok_or_else(|| {
                 corrupt(format!(
                     "page table {t}, but the page has {}",
-                    tables.decoders.len()
+                    tables.norms.len()
                 ))
             })?;
             let used = if mode == MODE_SHARED {
@@ -2085,10 +2094,10 @@ pub(crate) fn decode_many(
                         .get(1)
                         .ok_or_else(|| corrupt("no page table index".to_owned()))?,
                 );
-                if t >= tables.decoders.len() {
+                if t >= tables.norms.len() {
                     return Err(corrupt(format!(
                         "page table {t}, but the page has {}",
-                        tables.decoders.len()
+                        tables.norms.len()
                     )));
                 }
                 wide.push((i, 2, Err(t)));
@@ -2128,7 +2137,7 @@ pub(crate) fn decode_many(
             let (i, at) = (*i, *at);
             let decoder = match *table {
                 Ok(k) => &own[k],
-                Err(t) => &tables.decoders[t],
+                Err(t) => &tables.decoders()[t],
             };
             let out = outs[i].take().expect("each stream is in one group");
             used[i] = at
@@ -2143,7 +2152,7 @@ pub(crate) fn decode_many(
             let (i, at) = (*i, *at);
             let decoder = match *table {
                 Ok(k) => &own[k],
-                Err(t) => &tables.decoders[t],
+                Err(t) => &tables.decoders()[t],
             };
             let (bits, len, states) = decoder
                 .start::<WIDE_LANES>(&inputs[i][at..])
