@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
+import zarr
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.common import parse_named_configuration
 
@@ -50,8 +51,6 @@ def _one_at_a_time() -> bool:
     it costs 0.1-0.3 ms a chunk on small machines: the chunk is coded on the event loop's
     thread instead.
     """
-    import zarr
-
     return zarr.config.get("async.concurrency") == 1 and zarr.config.get("threading.max_workers") == 1
 
 

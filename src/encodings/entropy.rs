@@ -2878,8 +2878,8 @@ mod tests {
         let tables = PageTables::from_streams(&sampled, 10.0);
         let parsed = PageTables::parse(&tables.to_bytes()).unwrap();
         let none = PageTables::default();
-        // Runs of one length, and lengths apart (the kernel takes the longer streams on
-        // past each shorter one's end).
+        // Runs of one length, and lengths apart (a group's kernel pass ends at its
+        // shortest stream; the others finish alone from there).
         let lengths = [
             1024, 1024, 1024, 1000, 1024, 9, 1024, 300, 1024, 1024, 1024, 1024, 700, 512, 200, 64,
             33, 800,
