@@ -91,6 +91,21 @@ pub(crate) fn dominant(values: &[u8], width: usize, min_share: f64) -> Option<Ve
     (count as f64 >= min_share * n as f64).then(|| best.to_vec())
 }
 
+/// The mean length of the runs of `fill` in `values` (0 when there are none).
+pub(crate) fn mean_run(values: &[u8], fill: &[u8]) -> f64 {
+    let (mut fills, mut runs, mut previous) = (0usize, 0usize, false);
+    each_value(values, fill, |is_fill, _| {
+        fills += usize::from(is_fill);
+        runs += usize::from(is_fill && !previous);
+        previous = is_fill;
+    });
+    if runs == 0 {
+        0.0
+    } else {
+        fills as f64 / runs as f64
+    }
+}
+
 /// Calls `each(is_fill, value)` for each value of `values` (of `fill.len()` bytes), in
 /// order. For widths of 1, 2, 4 and 8 bytes the compare is one of integers the loop
 /// inlines: comparing slices calls `memcmp` for every value, which took a sixth of the
