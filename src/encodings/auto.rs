@@ -183,6 +183,35 @@ const FILL_DOUBT: f64 = 1.25;
 const PAIRED_MIN_CHUNKS: usize = 8;
 const PAIRED_MAX_CHUNKS: usize = 32;
 
+/// On a fill page, the encodings the page as it is tries: those within this factor of the
+/// smallest estimate for the other values (at most [`MAX_FILL_RIVALS`]). The fill values
+/// are a run-length list beside them, so what codes the others best codes the page
+/// best but for them, and the page's own choice is wanted only to say whether the fill
+/// layer pays.
+const FILL_RIVALS: f64 = 1.3;
+const MAX_FILL_RIVALS: usize = 4;
+
+/// The encodings a fill page tries as it is, from the estimates for its other values:
+/// see [`FILL_RIVALS`]. `bss+zstd+dict` brings `bss+zstd`, whose trial it starts from.
+fn rivals(estimates: &[(Encoding, Option<f64>)]) -> Vec<Encoding> {
+    let mut ranked: Vec<(Encoding, f64)> = estimates
+        .iter()
+        .filter_map(|&(e, r)| r.map(|r| (e, r)))
+        .collect();
+    ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let smallest = ranked.first().map_or(0.0, |r| r.1);
+    let mut rivals: Vec<Encoding> = ranked
+        .iter()
+        .take_while(|r| r.1 <= smallest * FILL_RIVALS)
+        .take(MAX_FILL_RIVALS)
+        .map(|r| r.0)
+        .collect();
+    if rivals.contains(&Encoding::BssZstdDict) && !rivals.contains(&Encoding::BssZstd) {
+        rivals.push(Encoding::BssZstd);
+    }
+    rivals
+}
+
 /// Runs of the fill value this long on average, or longer, are not weighed as slower
 /// to decode than the page's own choice: see [`AutoChooser::choose`].
 const LONG_RUN: f64 = 8.0;
@@ -711,26 +740,37 @@ impl AutoChooser {
     /// is weighed as a slower choice there. When the two estimates are within
     /// [`FILL_DOUBT`] of that, both are encoded on the same chunks and those sizes decide.
     pub fn choose(&self, values: &[u8]) -> Result<Choice> {
-        let whole = self.choose_values(values)?;
         if !self.fills {
-            return Ok(whole);
+            return self.choose_values(values, None);
         }
         let Some(fill) = super::fill::dominant(values, self.width, super::fill::MIN_SHARE) else {
-            return Ok(whole);
-        };
-        let Some(whole_bytes) = whole.estimated_bytes(values.len()) else {
-            return Ok(whole);
+            return self.choose_values(values, None);
         };
         let others = super::fill::without(values, &fill);
         let headers = super::fill::header_bytes(values, &fill, self.chunk_values);
-        let (inner, inner_bytes) = if others.is_empty() {
-            (None, 0.0)
+        // The other values are chosen for first; the page as it is then tries only the
+        // encodings that came close on them (see FILL_RIVALS): the search over every
+        // candidate on the whole page, fill values included, cost as much as the one on
+        // the others, and was there only to say whether the fill layer pays.
+        let (inner, inner_bytes, rivals) = if others.is_empty() {
+            (None, 0.0, None)
         } else {
-            let inner = self.choose_values(&others)?;
+            let inner = self.choose_values(&others, None)?;
             let Some(bytes) = inner.estimated_bytes(others.len()) else {
-                return Ok(whole);
+                return self.choose_values(values, None);
             };
-            (Some(inner), bytes)
+            let rivals = rivals(&inner.estimates);
+            (Some(inner), bytes, Some(rivals))
+        };
+        let mut whole = self.choose_values(values, rivals.as_deref())?;
+        if rivals.is_some() && whole.estimated_bytes(values.len()).is_none() {
+            // None of them could be tried on the page as it is (ALP where the fill
+            // values hide the decimals from its screen, a dictionary the fill value
+            // overflows): every candidate is.
+            whole = self.choose_values(values, None)?;
+        }
+        let Some(whole_bytes) = whole.estimated_bytes(values.len()) else {
+            return Ok(whole);
         };
         let fill_bytes = inner_bytes + (headers + fill.len()) as f64;
         let budget = whole_bytes * (1.0 - self.min_gain);
@@ -831,8 +871,10 @@ impl AutoChooser {
         ))
     }
 
-    /// [`choose`](Self::choose) without the fill layer.
-    fn choose_values(&self, values: &[u8]) -> Result<Choice> {
+    /// [`choose`](Self::choose) without the fill layer, among `among` when given (else
+    /// every candidate).
+    fn choose_values(&self, values: &[u8], among: Option<&[Encoding]>) -> Result<Choice> {
+        let allowed = |e: Encoding| among.is_none_or(|a| a.contains(&e));
         let width = self.width;
         if !values.len().is_multiple_of(width) {
             return Err(Error::invalid(format!(
@@ -874,7 +916,7 @@ impl AutoChooser {
         // Stage 1, every candidate as it comes (those that learn from the page, with no
         // page tables yet).
         // A dictionary is only ever tried as made for the page (below).
-        let tried = |e: Encoding| (try_alp || !e.is_alp()) && !e.is_dictionary();
+        let tried = |e: Encoding| allowed(e) && (try_alp || !e.is_alp()) && !e.is_dictionary();
         // The cheap ones first, then Zstd's, each screened against the best before it.
         for zstd in [false, true] {
             if zstd {
@@ -923,7 +965,9 @@ impl AutoChooser {
             super::dictionary::worth_trying(&sample, width)
         };
         for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
-            let page = if encoding.is_dictionary() {
+            let page = if !allowed(*encoding) {
+                None
+            } else if encoding.is_dictionary() {
                 // More distinct values than a dictionary holds: not a candidate.
                 if few_distinct {
                     compressor.for_page(values, Learn::Sample).ok().flatten()
