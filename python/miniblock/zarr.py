@@ -19,6 +19,7 @@ array decodes only the Zarr chunks it touches.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -118,9 +119,11 @@ class Miniblock(ArrayBytesCodec):
                     f"corrupt data: a chunk holds {values.dtype} values, the array is {native}"
                 )
             values = values.astype(native)
-        if values.size != int(np.prod(chunk_spec.shape)):
+        # math.prod, not np.prod: a tenth of its 3 us on a tuple, paid per chunk.
+        count = math.prod(chunk_spec.shape)
+        if values.size != count:
             raise miniblock.MiniblockError(
-                f"corrupt data: a chunk holds {values.size} values, its shape {chunk_spec.shape} needs {int(np.prod(chunk_spec.shape))}"
+                f"corrupt data: a chunk holds {values.size} values, its shape {chunk_spec.shape} needs {count}"
             )
         values = values.reshape(chunk_spec.shape)
         return chunk_spec.prototype.nd_buffer.from_ndarray_like(values)
@@ -130,7 +133,7 @@ class Miniblock(ArrayBytesCodec):
         # 50-100 us), so it is decoded on the event loop's thread, as zarr's own bytes
         # and crc32c codecs do; larger ones go to a thread (the GIL is released there),
         # unless zarr does one thing at a time anyway.
-        nbytes = int(np.prod(chunk_spec.shape)) * chunk_spec.dtype.to_native_dtype().itemsize
+        nbytes = math.prod(chunk_spec.shape) * chunk_spec.dtype.to_native_dtype().itemsize
         if nbytes <= _INLINE_DECODE_BYTES or _one_at_a_time():
             return self._decode_sync(chunk_bytes, chunk_spec)
         return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
