@@ -2,8 +2,8 @@
 //! chunks, in 1 MiB pages as the column writer cuts them: favouring size (`auto:0`) it is
 //! at most 1.02x the best fixed encoding's size, and neither `auto` nor `auto:0` is ever
 //! more than 1.01x plain LZ4's; `auto` is never more than twice its budget
-//! (`(1 + g) / (1 - g)`) above `auto:0`, at those chunks and at 8192 f32 values. (Speed floors are measured by `miniblock compare`, not by
-//! tests.)
+//! (`(1 + g) / (1 - g)`) above `auto:0`, at those chunks and at 32 KiB (8192 f32 values).
+//! (Speed floors are measured by `miniblock compare`, not by tests.)
 
 mod common;
 
@@ -79,7 +79,8 @@ fn floors_hold_in(dir: &std::path::Path, at_least: usize) {
         };
         let pages = pages(&fs::read(path).unwrap(), width);
         let name_of = path.file_name().unwrap().to_string_lossy();
-        // 32 KiB: 8192 f32 values, the chunks of a Zarr chunk or an HDF5 frame.
+        // 32 KiB: 8192 f32 values, the miniblocks of a Zarr chunk or an HDF5 frame (4096
+        // f64 values; their 8192 are the 64 KiB row).
         for kib in [4, 32, 64] {
             let smallest = encoded_size(&pages, "auto:0".parse().unwrap(), width, kib);
             let size = encoded_size(&pages, "auto".parse().unwrap(), width, kib);
