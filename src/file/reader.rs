@@ -2,8 +2,9 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use arrow_array::{ArrayRef, ArrowPrimitiveType};
 use arrow_buffer::{BooleanBufferBuilder, MutableBuffer, NullBuffer};
@@ -483,10 +484,12 @@ impl<R: Read + Seek> FileReader<R> {
         Ok(())
     }
 
-    /// [`read_pages`](Self::read_pages) with the pages decoded on rayon's threads: this
-    /// thread reads each page's bytes in order (the source is one cursor) and hands the
-    /// page to a task that builds its decompressor if none is built yet and decodes it
-    /// into its own part of the output, while the next page is read.
+    /// [`read_pages`](Self::read_pages) with the pages decoded on several threads: this
+    /// thread reads each page's bytes in order (the source is one cursor) and queues the
+    /// page; rayon tasks take queued pages and decode each (building its decompressor if
+    /// none is built yet) into its own part of the output. While as many pages wait as
+    /// rayon has threads, and once every page is read, this thread decodes queued pages
+    /// too: a rayon thread may take a while to wake, and this one is ready.
     fn read_pages_parallel(
         &mut self,
         column: usize,
@@ -498,8 +501,8 @@ impl<R: Read + Seek> FileReader<R> {
         let width = value_width(field.data_type())?;
         let (source, meta, verify) = (&mut self.source, &self.meta, self.verify_checksums);
         let nullable = validity.is_some();
-        // Per page, what its task made: its validity, and its values when appending.
-        let mut done: Vec<Option<PageDone>> = plans.iter().map(|_| None).collect();
+        // Per page, what its decoding made: its validity, and its values when appending.
+        let done: Vec<Mutex<Option<PageDone>>> = plans.iter().map(|_| Mutex::new(None)).collect();
         let mut failed = None;
         // The output parts of a read into a caller's buffer, one per page.
         let mut parts: Vec<Option<&mut [u8]>> = match sink {
@@ -515,79 +518,144 @@ impl<R: Read + Seek> FileReader<R> {
             }
             Sink::Append(_) => plans.iter().map(|_| None).collect(),
         };
+        let queue = Mutex::new(std::collections::VecDeque::with_capacity(plans.len()));
+        // Buffers of pages decoded, for the next pages' bytes: a buffer used before costs
+        // no page faults.
+        let free = Mutex::new(Vec::new());
+        // Pages read and not yet taken, at most: beyond that this thread decodes rather
+        // than reads, which also bounds the bytes held to a few pages'.
+        let ahead = rayon::current_num_threads();
+
+        // Decodes one queued page, if any is left; whether it did.
+        let decode_next = || {
+            let Some(work) = lock(&queue).pop_front() else {
+                return false;
+            };
+            let QueuedPage {
+                at,
+                index,
+                local,
+                built,
+                buffers,
+                bytes,
+                part,
+            } = work;
+            let page = &meta.footer.columns[column].pages[index];
+            let layout = meta.layouts[column][index]
+                .get()
+                .expect("every planned page's layout was parsed before");
+            let run = || -> Result<(Option<MutableBuffer>, Option<BooleanBufferBuilder>)> {
+                let decompressor = if let Some(built) = built {
+                    built
+                } else {
+                    let made = decompressor_of(page, &buffers, verify)?;
+                    Arc::clone(
+                        meta.decoders[column][index]
+                            .slot(verify)
+                            .get_or_init(|| made),
+                    )
+                };
+                let mut v = nullable.then(|| BooleanBufferBuilder::new(local.len()));
+                let mut appended = None;
+                let out = match part {
+                    Some(part) => Sink::Slice(part),
+                    None => Sink::Append(appended.insert(MutableBuffer::new(0))),
+                };
+                decode_page_rows(
+                    page,
+                    decompressor,
+                    layout,
+                    verify,
+                    local,
+                    field.data_type(),
+                    &bytes,
+                    out,
+                    v.as_mut(),
+                )?;
+                Ok((appended, v))
+            };
+            let result = run().map_err(|e| in_page(e, field, index));
+            *lock(&done[at]) = Some(result);
+            lock(&free).push(bytes);
+            true
+        };
+        // Rayon tasks decoding queued pages until none is left, at most one fewer running
+        // than rayon has threads: this thread is the last, and a thread more than the
+        // cores would leave a page half decoded while it waits for one. A task is asked
+        // for with every page queued while fewer run: rayon may leave a sleeping thread
+        // asleep for a while, thinking another about to take the task; one that starts
+        // when enough run ends at once.
+        let running = AtomicUsize::new(0);
+        let most_running = rayon::current_num_threads() - 1;
+        let help = || {
+            if running.fetch_add(1, Ordering::AcqRel) < most_running {
+                while decode_next() {}
+            }
+            running.fetch_sub(1, Ordering::AcqRel);
+        };
         rayon::in_place_scope(|scope| {
-            for (((index, local), slot), part) in plans.into_iter().zip(&mut done).zip(&mut parts) {
+            let mut pages = plans.into_iter().zip(&mut parts).enumerate();
+            loop {
+                if lock(&queue).len() >= ahead {
+                    decode_next();
+                    continue;
+                }
+                let Some((at, ((index, local), part))) = pages.next() else {
+                    break;
+                };
                 let page = &meta.footer.columns[column].pages[index];
                 let layout = meta.layouts[column][index]
                     .get()
                     .expect("every planned page's layout was parsed before");
                 let built = meta.decoders[column][index].get(verify).cloned();
                 let read = (|| {
-                    // A decompressor not built yet is built by the page's task, from
-                    // buffers read (not yet checked) here.
+                    // A decompressor not built yet is built by the thread that decodes
+                    // the page, from buffers read (not yet checked) here.
                     let buffers = match built {
                         Some(_) => Vec::new(),
                         None => read_page_buffers(source, page, false)?,
                     };
-                    let (bytes, _) = page_read_range(page, layout, &local, verify);
-                    let mut buffer = Vec::new();
+                    let (range, _) = page_read_range(page, layout, &local, verify);
+                    let mut bytes = lock(&free).pop().unwrap_or_default();
                     read_into(
                         source,
-                        page.offset + bytes.start as u64,
-                        bytes.len(),
-                        &mut buffer,
+                        page.offset + range.start as u64,
+                        range.len(),
+                        &mut bytes,
                     )?;
-                    Ok((buffers, buffer))
+                    Ok((buffers, bytes))
                 })();
-                let (buffers, buffer) = match read {
+                let (buffers, bytes) = match read {
                     Ok(read) => read,
                     Err(e) => {
                         failed = Some(in_page(e, field, index));
                         break;
                     }
                 };
-                let part = part.take();
-                scope.spawn(move |_| {
-                    let run =
-                        || -> Result<(Option<MutableBuffer>, Option<BooleanBufferBuilder>)> {
-                            let decompressor = if let Some(built) = built {
-                                built
-                            } else {
-                                let made = decompressor_of(page, &buffers, verify)?;
-                                Arc::clone(
-                                    meta.decoders[column][index]
-                                        .slot(verify)
-                                        .get_or_init(|| made),
-                                )
-                            };
-                            let mut v = nullable.then(|| BooleanBufferBuilder::new(local.len()));
-                            let mut appended = None;
-                            let out = match part {
-                                Some(part) => Sink::Slice(part),
-                                None => Sink::Append(appended.insert(MutableBuffer::new(0))),
-                            };
-                            decode_page_rows(
-                                page,
-                                decompressor,
-                                layout,
-                                verify,
-                                local,
-                                field.data_type(),
-                                &buffer,
-                                out,
-                                v.as_mut(),
-                            )?;
-                            Ok((appended, v))
-                        };
-                    *slot = Some(run().map_err(|e| in_page(e, field, index)));
+                lock(&queue).push_back(QueuedPage {
+                    at,
+                    index,
+                    local,
+                    built,
+                    buffers,
+                    bytes,
+                    part: part.take(),
                 });
+                if running.load(Ordering::Acquire) < most_running {
+                    scope.spawn(|_| help());
+                }
             }
+            // Pages no rayon thread has taken yet are decoded here.
+            while decode_next() {}
         });
         if let Some(e) = failed {
             return Err(e);
         }
         let mut validity = validity;
-        for page in done.into_iter().flatten() {
+        for page in done.into_iter().filter_map(|d| {
+            d.into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        }) {
             let (values, v) = page?;
             if let (Sink::Append(out), Some(values)) = (&mut *sink, values) {
                 out.extend_from_slice(values.as_slice());
@@ -1100,6 +1168,27 @@ fn decode_page_rows(
 /// and its values when the read appends them.
 type PageDone = Result<(Option<MutableBuffer>, Option<BooleanBufferBuilder>)>;
 
+/// `mutex` locked: a task that panicked while holding it leaves nothing half changed
+/// that a reader would misread (its panic ends the read anyway).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A page read and queued in [`FileReader::read_pages_parallel`], for whichever thread
+/// takes it first: its place in the read, its index and rows, its decompressor if built
+/// before (else its page buffers, to build one), its bytes and its part of the output.
+struct QueuedPage<'a> {
+    at: usize,
+    index: usize,
+    local: Range<usize>,
+    built: Option<Arc<dyn MiniBlockDecompressor>>,
+    buffers: Vec<Vec<u8>>,
+    bytes: Vec<u8>,
+    part: Option<&'a mut [u8]>,
+}
+
 /// Where a read's values go: appended to a buffer that becomes an Arrow array, or into
 /// a caller's buffer of exactly their size.
 enum Sink<'a> {
@@ -1141,8 +1230,23 @@ fn read_into<'a, R: Read + Seek>(
     len: usize,
     buffer: &'a mut Vec<u8>,
 ) -> Result<&'a [u8]> {
-    buffer.resize(len, 0);
-    read_exact_at(source, offset, buffer)?;
+    source
+        .seek(SeekFrom::Start(offset))
+        .map_err(|e| io_error(e, "seeking"))?;
+    buffer.clear();
+    buffer.reserve_exact(len);
+    // `take` + `read_to_end` fill the buffer's spare room without zeroing it first where
+    // the source can (files, cursors, slices): a page's bytes are written once, not twice.
+    let got = source
+        .by_ref()
+        .take(len as u64)
+        .read_to_end(buffer)
+        .map_err(|e| io_error(e, "reading"))?;
+    if got != len {
+        return Err(Error::truncated(format!(
+            "file ends before the {len} bytes at offset {offset}"
+        )));
+    }
     Ok(buffer)
 }
 
