@@ -179,11 +179,13 @@ impl<R: Read + Seek> FileReader<R> {
         self.verify_checksums = verify;
     }
 
-    /// Whether a read of several pages decodes them on rayon's threads (off by default):
-    /// the pages' bytes are read in order first, all of them held at once, then decoded
-    /// side by side. A read into an Arrow array then gathers the pages' values into it
-    /// (one more copy); a read into a caller's buffer decodes each page straight into its
-    /// part of it. The values are the same either way.
+    /// Whether a read of several pages decodes them on several threads (off by default):
+    /// the reader's thread reads the pages' bytes in order, a few pages ahead of their
+    /// decoding (as many as rayon has threads), and decodes pages itself beside rayon
+    /// tasks, at most one fewer than rayon's threads. A read into an Arrow array then
+    /// gathers the pages' values into it (one more copy); a read into a caller's buffer
+    /// decodes each page straight into its part of it. The values are the same either
+    /// way.
     pub fn set_parallel(&mut self, parallel: bool) {
         self.parallel = parallel;
     }
