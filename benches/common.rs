@@ -112,3 +112,21 @@ pub fn float_files(min_bytes: u64) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// Raw little-endian floats of `width` bytes (4 or 8) as a one-column Arrow array.
+pub fn float_array(bytes: &[u8], width: usize) -> arrow_array::ArrayRef {
+    use arrow_array::{Float32Array, Float64Array};
+    if width == 4 {
+        std::sync::Arc::new(Float32Array::from_iter_values(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap())),
+        ))
+    } else {
+        std::sync::Arc::new(Float64Array::from_iter_values(
+            bytes
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap())),
+        ))
+    }
+}

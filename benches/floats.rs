@@ -66,24 +66,6 @@ fn encode(bytes: &[u8], width: usize, strategy: &str) -> Vec<EncodedPage> {
 /// Strategies also measured through the column-file API users call.
 const FILE_STRATEGIES: [&str; 2] = ["auto:0", "auto"];
 
-/// The values as a one-column Arrow array.
-fn array(bytes: &[u8], width: usize) -> arrow_array::ArrayRef {
-    use arrow_array::{Float32Array, Float64Array};
-    if width == 4 {
-        std::sync::Arc::new(Float32Array::from(values(
-            bytes,
-            |b| f32::from_le_bytes(b.try_into().unwrap()),
-            4,
-        )))
-    } else {
-        std::sync::Arc::new(Float64Array::from(values(
-            bytes,
-            |b| f64::from_le_bytes(b.try_into().unwrap()),
-            8,
-        )))
-    }
-}
-
 /// A column file of `array` written by `FileWriter` on one thread, in the same 1 MiB
 /// pages as the page API's.
 fn file_write(array: &arrow_array::ArrayRef, strategy: &str) -> Vec<u8> {
@@ -120,7 +102,7 @@ fn parquet_compress(bytes: &[u8], width: usize) -> Vec<u8> {
     use parquet::arrow::ArrowWriter;
     use parquet::basic::{Compression, Encoding, ZstdLevel};
     use parquet::file::properties::WriterProperties;
-    let batch = RecordBatch::try_from_iter([("v", array(bytes, width))]).unwrap();
+    let batch = RecordBatch::try_from_iter([("v", common::float_array(bytes, width))]).unwrap();
     let props = WriterProperties::builder()
         .set_dictionary_enabled(false)
         .set_encoding(Encoding::BYTE_STREAM_SPLIT)
@@ -166,7 +148,7 @@ fn bench_file(c: &mut Criterion, path: &Path) {
             (strategy, pages)
         })
         .collect();
-    let column = array(&bytes, width);
+    let column = common::float_array(&bytes, width);
     let files: Vec<(String, Vec<u8>)> = FILE_STRATEGIES
         .iter()
         .map(|&strategy| {

@@ -13,10 +13,9 @@ mod common;
 
 use std::hint::black_box;
 use std::io::Cursor;
-use std::sync::Arc;
 use std::time::Duration;
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+use arrow_array::RecordBatch;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use miniblock::file::{FileReader, FileWriter, WriteOptions};
 
@@ -34,19 +33,7 @@ fn bench_parallel(c: &mut Criterion) {
         let bytes = std::fs::read(&path).unwrap();
         let f64s = path.extension().is_some_and(|e| e == "f64");
         let width = if f64s { 8 } else { 4 };
-        let array: ArrayRef = if f64s {
-            Arc::new(Float64Array::from_iter_values(
-                bytes
-                    .chunks_exact(8)
-                    .map(|b| f64::from_le_bytes(b.try_into().unwrap())),
-            ))
-        } else {
-            Arc::new(Float32Array::from_iter_values(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes(b.try_into().unwrap())),
-            ))
-        };
+        let array = common::float_array(&bytes, width);
         let batch = RecordBatch::try_from_iter([("v", array)]).unwrap();
         let options = WriteOptions {
             page_values: Some(PAGE_BYTES / width),

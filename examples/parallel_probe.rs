@@ -7,11 +7,13 @@
 //! is checked bit for bit. Prints each kind's median and fastest read and the scaling
 //! (serial time over parallel time) of both.
 use std::io::Cursor;
-use std::sync::Arc;
 use std::time::Instant;
 
-use arrow_array::{ArrayRef, Float32Array, Float64Array, RecordBatch};
+use arrow_array::RecordBatch;
 use miniblock::file::{FileReader, FileWriter, WriteOptions};
+
+#[path = "../benches/common.rs"]
+mod common;
 
 const PAGE_BYTES: usize = 256 * 1024;
 
@@ -33,19 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("f64"));
         let width = if f64s { 8 } else { 4 };
-        let array: ArrayRef = if f64s {
-            Arc::new(Float64Array::from_iter_values(
-                bytes
-                    .chunks_exact(8)
-                    .map(|b| f64::from_le_bytes(b.try_into().unwrap())),
-            ))
-        } else {
-            Arc::new(Float32Array::from_iter_values(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes(b.try_into().unwrap())),
-            ))
-        };
+        let array = common::float_array(&bytes, width);
         let batch = RecordBatch::try_from_iter([("v", array)])?;
         let options = WriteOptions {
             page_values: Some(PAGE_BYTES / width),

@@ -520,7 +520,9 @@ impl<R: Read + Seek> FileReader<R> {
             }
             Sink::Append(_) => plans.iter().map(|_| None).collect(),
         };
-        let queue = Mutex::new(std::collections::VecDeque::with_capacity(plans.len()));
+        let queue = Mutex::new(std::collections::VecDeque::<QueuedPage>::with_capacity(
+            plans.len(),
+        ));
         // Buffers of pages decoded, for the next pages' bytes: a buffer used before costs
         // no page faults.
         let free = Mutex::new(Vec::new());
@@ -533,33 +535,25 @@ impl<R: Read + Seek> FileReader<R> {
             let Some(work) = lock(&queue).pop_front() else {
                 return false;
             };
-            let QueuedPage {
-                at,
-                index,
-                local,
-                built,
-                buffers,
-                bytes,
-                part,
-            } = work;
+            let (at, index) = (work.at, work.index);
             let page = &meta.footer.columns[column].pages[index];
             let layout = meta.layouts[column][index]
                 .get()
                 .expect("every planned page's layout was parsed before");
             let run = || -> Result<(Option<MutableBuffer>, Option<BooleanBufferBuilder>)> {
-                let decompressor = if let Some(built) = built {
+                let decompressor = if let Some(built) = work.built {
                     built
                 } else {
-                    let made = decompressor_of(page, &buffers, verify)?;
+                    let made = decompressor_of(page, &work.buffers, verify)?;
                     Arc::clone(
                         meta.decoders[column][index]
                             .slot(verify)
                             .get_or_init(|| made),
                     )
                 };
-                let mut v = nullable.then(|| BooleanBufferBuilder::new(local.len()));
+                let mut v = nullable.then(|| BooleanBufferBuilder::new(work.local.len()));
                 let mut appended = None;
-                let out = match part {
+                let out = match work.part {
                     Some(part) => Sink::Slice(part),
                     None => Sink::Append(appended.insert(MutableBuffer::new(0))),
                 };
@@ -568,9 +562,9 @@ impl<R: Read + Seek> FileReader<R> {
                     decompressor,
                     layout,
                     verify,
-                    local,
+                    work.local,
                     field.data_type(),
-                    &bytes,
+                    &work.bytes,
                     out,
                     v.as_mut(),
                 )?;
@@ -578,7 +572,7 @@ impl<R: Read + Seek> FileReader<R> {
             };
             let result = run().map_err(|e| in_page(e, field, index));
             *lock(&done[at]) = Some(result);
-            lock(&free).push(bytes);
+            lock(&free).push(work.bytes);
             true
         };
         // Rayon tasks decoding queued pages until none is left, at most one fewer running
