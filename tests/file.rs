@@ -801,6 +801,76 @@ fn boolean_columns_round_trip() {
     }
 }
 
+/// A source that fails every read that reaches past byte `fail_at` (a disk error in the
+/// middle of a file), after the footer has been read.
+struct Failing {
+    inner: Cursor<Vec<u8>>,
+    fail_at: u64,
+    armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Read for Failing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let end = self.inner.position() + buf.len() as u64;
+        if self.armed.load(Ordering::SeqCst) && end > self.fail_at {
+            return Err(std::io::Error::other("the disk failed"));
+        }
+        self.inner.read(buf)
+    }
+}
+
+impl Seek for Failing {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// A source that fails while pages are read is an I/O error naming the page, on one
+/// thread and on several (where pages already queued are still decoded, and none waits
+/// for one that was never read), and the caller's buffer is not left for a success.
+#[test]
+fn a_source_failing_mid_column_is_an_io_error_on_every_path() {
+    let n = 200_000;
+    let values: ArrayRef = Arc::new(Float32Array::from_iter_values(
+        (0..n).map(|i| (i as f32 * 0.01).sin()),
+    ));
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::Float32, false)]));
+    let options = WriteOptions {
+        page_values: Some(10_000),
+        ..WriteOptions::default()
+    };
+    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
+    writer
+        .write_batch(&RecordBatch::try_new(schema.clone(), vec![values]).unwrap())
+        .unwrap();
+    let bytes = writer.finish().unwrap();
+    for parallel in [false, true] {
+        let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut reader = FileReader::open(Failing {
+            fail_at: bytes.len() as u64 / 2,
+            inner: Cursor::new(bytes.clone()),
+            armed: armed.clone(),
+        })
+        .unwrap();
+        reader.set_parallel(parallel);
+        armed.store(true, Ordering::SeqCst);
+        let mut out = vec![0f32; n];
+        let err = reader
+            .read_values_into::<arrow_array::types::Float32Type>(0, 0..n as u64, &mut out)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io, "parallel {parallel}: {err}");
+        assert!(
+            err.to_string().contains("page"),
+            "parallel {parallel}: {err}"
+        );
+        let err = reader.read_column(0).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Io, "parallel {parallel}: {err}");
+        // The first pages, before the failure, still read.
+        let first = reader.read_column_range(0, 0..10_000).unwrap();
+        assert_eq!(first.len(), 10_000);
+    }
+}
+
 /// Pages decoded in parallel give what one thread gives, bit for bit: whole columns and
 /// ranges, into Arrow arrays and into a caller's buffer, with nulls; and a damaged page
 /// is still the error it is on one thread.

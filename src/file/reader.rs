@@ -1364,6 +1364,13 @@ fn in_page(e: Error, field: &Field, page: usize) -> Error {
         Error::Corrupt { message } => Error::corrupt(format!("{context}: {message}")),
         Error::Truncated { message } => Error::truncated(format!("{context}: {message}")),
         Error::Unsupported { message } => Error::unsupported(format!("{context}: {message}")),
+        Error::Io {
+            context: doing,
+            source,
+        } => Error::Io {
+            context: format!("{doing} {context}"),
+            source,
+        },
         other => other,
     }
 }
