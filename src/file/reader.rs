@@ -526,9 +526,10 @@ impl<R: Read + Seek> FileReader<R> {
         // Buffers of pages decoded, for the next pages' bytes: a buffer used before costs
         // no page faults.
         let free = Mutex::new(Vec::new());
+        let threads = rayon::current_num_threads();
         // Pages read and not yet taken, at most: beyond that this thread decodes rather
         // than reads, which also bounds the bytes held to a few pages'.
-        let ahead = rayon::current_num_threads();
+        let ahead = threads;
 
         // Decodes one queued page, if any is left; whether it did.
         let decode_next = || {
@@ -582,7 +583,7 @@ impl<R: Read + Seek> FileReader<R> {
         // asleep for a while, thinking another about to take the task; one that starts
         // when enough run ends at once.
         let running = AtomicUsize::new(0);
-        let most_running = rayon::current_num_threads() - 1;
+        let most_running = threads - 1;
         let help = || {
             if running.fetch_add(1, Ordering::AcqRel) < most_running {
                 while decode_next() {}

@@ -9,11 +9,12 @@
 //!
 //! Per group of eight symbols the kernel computes every low-bit count and high part with
 //! 32-bit lane arithmetic, the eight bit positions with an in-register prefix sum, reads
-//! each integer's low bits with a 64-bit load at its byte (four loads put in a vector, not
-//! a gather: AMD's cores microcode gathers, and the loads made the AVX2 kernel a fifth
-//! faster on Zen 4) and a variable shift, and stores eight integers. The only dependency from one group to the next is the bit
-//! position, one scalar addition, where the scalar reader's loop carries a table load,
-//! a load at the position and its shift for every integer.
+//! each integer's low bits with a 64-bit load at its byte and a variable shift, and
+//! stores eight integers. The AVX2 kernel puts four loads in a vector rather than gather:
+//! AMD's cores microcode gathers, and the loads took a fifth off the kernel's time on
+//! Zen 4. The only dependency from one group to the next is the bit position, one scalar
+//! addition, where the scalar reader's loop carries a table load, a load at the position
+//! and its shift for every integer.
 //!
 //! The AVX-512 kernel takes sixteen integers a group in 32-bit lanes where all sixteen
 //! have few enough low bits, eight in 64-bit lanes where not.
