@@ -484,6 +484,11 @@ pub struct Choice {
     /// before `encoding` codes the others, if any: then `encoding` and `estimates` are of
     /// the other values.
     pub fill: Option<Vec<u8>>,
+    /// Whether the pick's page compressor is still the one made from a sample, to be made
+    /// from the whole page ([`AutoChooser::learn_whole_page`]) once the choice is final:
+    /// of a fill page's two choices, one for the page and one for its other values, only
+    /// the one used needs it, and making it costs a pass over the page.
+    learns_more: bool,
 }
 
 impl Choice {
@@ -740,11 +745,15 @@ impl AutoChooser {
     /// is weighed as a slower choice there. When the two estimates are within
     /// [`FILL_DOUBT`] of that, both are encoded on the same chunks and those sizes decide.
     pub fn choose(&self, values: &[u8]) -> Result<Choice> {
+        let learned = |mut choice: Choice| -> Result<Choice> {
+            self.learn_whole_page(values, &mut choice)?;
+            Ok(choice)
+        };
         if !self.fills {
-            return self.choose_values(values, None);
+            return learned(self.choose_values(values, None)?);
         }
         let Some(fill) = super::fill::dominant(values, self.width, super::fill::MIN_SHARE) else {
-            return self.choose_values(values, None);
+            return learned(self.choose_values(values, None)?);
         };
         let others = super::fill::without(values, &fill);
         let headers = super::fill::header_bytes(values, &fill, self.chunk_values);
@@ -757,7 +766,7 @@ impl AutoChooser {
         } else {
             let inner = self.choose_values(&others, None)?;
             let Some(bytes) = inner.estimated_bytes(others.len()) else {
-                return self.choose_values(values, None);
+                return learned(self.choose_values(values, None)?);
             };
             let rivals = rivals(&inner.estimates);
             (Some(inner), bytes, Some(rivals))
@@ -770,26 +779,29 @@ impl AutoChooser {
             whole = self.choose_values(values, None)?;
         }
         let Some(whole_bytes) = whole.estimated_bytes(values.len()) else {
-            return Ok(whole);
+            return learned(whole);
         };
         let fill_bytes = inner_bytes + (headers + fill.len()) as f64;
         let budget = whole_bytes * (1.0 - self.min_gain);
         if fill_bytes > budget * FILL_DOUBT {
-            return Ok(whole);
+            return learned(whole);
         }
         let doubtful = inner.is_some() && fill_bytes * FILL_DOUBT > budget;
         // A page of the fill alone never reaches its inner encoding: the page's own pick
         // stands there.
-        let (inner, whole) = match inner {
+        let (mut inner, whole) = match inner {
             Some(inner) => (inner, Some(whole)),
             None => (whole, None),
         };
+        let inner_values = if whole.is_some() { &others[..] } else { values };
+        self.learn_whole_page(inner_values, &mut inner)?;
         let compressor = match inner.page_compressor {
             Some(page) => page,
             None => inner.encoding.compressor_with(self.width, &self.options)?,
         };
         let filled = super::FillCompressor::new(fill.clone(), compressor)?;
-        if let (true, Some(whole)) = (doubtful, whole) {
+        if let (true, Some(mut whole)) = (doubtful, whole) {
+            self.learn_whole_page(values, &mut whole)?;
             let (whole_paired, fill_paired) = self.paired_bytes(values, &whole, &filled)?;
             // Putting runs back costs decode time where they are short; long runs are
             // values the inner encoding never decodes (the night hours of irradiance,
@@ -810,6 +822,7 @@ impl AutoChooser {
             encoded_chunks: Vec::new(),
             page_compressor: Some(Box::new(filled)),
             fill: Some(fill),
+            learns_more: false,
         })
     }
 
@@ -1156,35 +1169,47 @@ impl AutoChooser {
         let index = fastest_within(&estimates, self.min_gain);
         let mut encoded_chunks = std::mem::take(&mut trial.encoded[index]);
         encoded_chunks.sort_by_key(|c| c.index);
-        // The pick, when it learns from the page and its sample likely missed some of
-        // it, made again from the whole page: the trials' sample told its size well
-        // enough, the page's tables are another matter (see `Learn`). Chunks the trials
-        // encoded with what the sample taught stay valid only if the whole page teaches
-        // the same.
-        let mut page_compressor = page_compressors[index].take();
-        // (A dictionary is made from the whole page either way.)
-        if let Some(sampled) = page_compressor
-            .as_ref()
-            .filter(|c| !self.compressors[index].0.is_dictionary() && c.would_learn_more())
-        {
-            let whole = self.compressors[index].1.for_page(values, Learn::Page)?;
-            if let Some(whole) = whole {
-                if whole.array_encoding() != sampled.array_encoding()
-                    || whole.page_buffers() != sampled.page_buffers()
-                {
-                    encoded_chunks.clear();
-                }
-                page_compressor = Some(whole);
-            }
-        }
         Ok(Choice {
             encoding: self.compressors[index].0,
             sample_bytes,
             estimates,
             encoded_chunks,
-            page_compressor,
+            page_compressor: page_compressors[index].take(),
             fill: None,
+            learns_more: true,
         })
+    }
+
+    /// The pick, when it learns from the page and its sample likely missed some of it,
+    /// made again from the whole page `values` (once; see [`Choice::learns_more`]): the
+    /// trials' sample told its size well enough, the page's tables are another matter
+    /// (see `Learn`). Chunks the trials encoded with what the sample taught stay valid
+    /// only if the whole page teaches the same.
+    fn learn_whole_page(&self, values: &[u8], choice: &mut Choice) -> Result<()> {
+        if !std::mem::replace(&mut choice.learns_more, false) {
+            return Ok(());
+        }
+        // (A dictionary is made from the whole page either way.)
+        let Some(sampled) = choice
+            .page_compressor
+            .as_ref()
+            .filter(|c| !choice.encoding.is_dictionary() && c.would_learn_more())
+        else {
+            return Ok(());
+        };
+        let Some((_, compressor)) = self.compressors.iter().find(|(e, _)| *e == choice.encoding)
+        else {
+            return Ok(());
+        };
+        if let Some(whole) = compressor.for_page(values, Learn::Page)? {
+            if whole.array_encoding() != sampled.array_encoding()
+                || whole.page_buffers() != sampled.page_buffers()
+            {
+                choice.encoded_chunks.clear();
+            }
+            choice.page_compressor = Some(whole);
+        }
+        Ok(())
     }
 
     /// Every chunk of a page of `num_values`, whole.
