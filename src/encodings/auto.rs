@@ -63,7 +63,9 @@
 //!   the page's tables and the final encoding (the page encoder's memo);
 //! - a candidate that learns from the page (`alp+ans` and `delta+ans` build entropy
 //!   tables from it, `bss+zstd+dict` a Zstd dictionary, [`MiniBlockCompressor::for_page`]) is first tried as it comes (each
-//!   chunk with tables of its own); when that is within 1.3x of the best estimate it is
+//!   chunk with tables of its own); when that is within 1.3x of the best estimate (and,
+//!   of `alp+ans` and `delta+ans`, which the same kind of tables gain alike, within 1.15x
+//!   of the better one) it is
 //!   made for the page once from a sample of its chunks ([`Learn::Sample`]), tried again
 //!   as made, and its tables' bytes are added to its estimate (the tables save at most
 //!   about a fifth, so one further off cannot win; 1.3x leaves room for the sample's
@@ -151,6 +153,17 @@ const CLOSE_SMALL: f64 = 1.15;
 /// at most about a fifth of its bytes (a chunk's own tables, on small pages), so 1.25
 /// would do; the rest is room for the first sample's error.
 const LEARNED_GAIN: f64 = 1.3;
+
+/// Of the candidates that learn entropy tables from the page alike ([`learns_tables`]),
+/// one is made for it only when, as it comes, it is within this factor of the best of
+/// them: the same tables gain them alike (2-10% on the shared files), so one further
+/// behind stays behind, and making it costs a pass over a quarter of the page.
+const TABLES_RIVAL: f64 = 1.15;
+
+/// Whether `encoding` codes its streams with entropy tables learnt from the page.
+fn learns_tables(encoding: Encoding) -> bool {
+    matches!(encoding, Encoding::AlpAns | Encoding::DeltaAns)
+}
 
 /// `bss+zstd+dict` is made for the page only when `bss+zstd` is within this of the best:
 /// its dictionary saved 11-14% on the ephemerides, and making one (the page's high byte
@@ -967,6 +980,11 @@ impl AutoChooser {
             .iter()
             .filter_map(|(_, r)| *r)
             .fold(f64::INFINITY, f64::min);
+        let best_tables = estimates
+            .iter()
+            .filter(|(e, _)| learns_tables(*e))
+            .filter_map(|(_, r)| *r)
+            .fold(f64::INFINITY, f64::min);
         let mut page_compressors: Vec<Option<Box<dyn MiniBlockCompressor>>> = Vec::new();
         let mut carried = Vec::new();
         // A dictionary is made for the page when the first sample has few distinct values.
@@ -994,6 +1012,7 @@ impl AutoChooser {
                     LEARNED_GAIN
                 };
                 r <= best_so_far * gain
+                    && (!learns_tables(*encoding) || r <= best_tables * TABLES_RIVAL)
             }) {
                 compressor.for_page(values, Learn::Sample)?
             } else {
