@@ -30,6 +30,11 @@
 //!   of them, less on a page under 256 KiB, down to 4 KiB), about 1/32 of the page in all,
 //!   at least one (four when ALP is tried; never over 1/8 of a small page) and at most 32, one in each of equal slices of the page at golden-ratio
 //!   offsets, so neither the start of a page nor a grid's period can mislead it;
+//! - the candidates that code with entropy tables (`alp+ans`, `delta+ans`) are tried
+//!   first, and a candidate more than 1.5x the best so far on the first four or more
+//!   whole chunks of a sample, together, is not tried on the sample's other chunks, its
+//!   estimate as many times the best's (it could not come within any call the choice
+//!   makes; on a small page tried whole, most candidates stop there);
 //! - on chunks larger than the windows, the smallest candidate and every LZ4 or Zstd one
 //!   within 15% of it are tried again on the whole chunks the first sample's windows lie
 //!   in, the others' estimates moved as the smallest's moved: a window shows nothing of
@@ -179,6 +184,14 @@ const AGREEING_WINDOWS: usize = 4;
 /// A candidate this many times the size of the best so far on the first window of the
 /// first sample is not tried on its other windows.
 const HOPELESS: f64 = 2.0;
+
+/// A candidate this many times the size of the best so far on the first
+/// [`BEHIND_AFTER`] or more whole chunks of a sample, together, is not tried on the
+/// rest: on several chunks spread over the page this far behind, it would not come
+/// within [`LEARNED_GAIN`] of the best (nor within any closer call the choice makes),
+/// and its other chunks would cost encode time for nothing.
+const BEHIND: f64 = 1.5;
+const BEHIND_AFTER: usize = 4;
 
 /// ... when the best so far is within this factor of its estimate on that window.
 const REPRESENTATIVE: f64 = 1.25;
@@ -576,6 +589,30 @@ impl Trial<'_> {
                 }
             }
         }
+        if let Some((leader, leading)) = leader {
+            if windows.len() > BEHIND_AFTER && !encoding.stores_values_at_width() {
+                // Window by window, while they are whole chunks the leader encoded too
+                // (the chunks encoded here are kept, so the whole trial below reuses
+                // them).
+                let (mut mine, mut theirs) = (0.0, 0.0);
+                for (k, window) in windows[..windows.len() - 1].iter().enumerate() {
+                    let Some(led) = self.encoded[leader]
+                        .iter()
+                        .find(|c| c.index == window.chunk && window.whole)
+                    else {
+                        break;
+                    };
+                    let raw = (window.rows.len() * self.width) as f64;
+                    theirs += led.bytes.len() as f64;
+                    mine +=
+                        self.ratio(index, encoding, compressor, std::slice::from_ref(window))?
+                            * raw;
+                    if k + 1 >= BEHIND_AFTER && mine > theirs * BEHIND {
+                        return Ok(mine / theirs * leading);
+                    }
+                }
+            }
+        }
         self.ratio(index, encoding, compressor, windows)
     }
 
@@ -955,7 +992,12 @@ impl AutoChooser {
                     break;
                 }
             }
-            for (i, (encoding, compressor)) in self.compressors.iter().enumerate() {
+            // Those that code with entropy tables first: usually the smallest, they make
+            // the leader against which the others are screened.
+            let mut order: Vec<usize> = (0..self.compressors.len()).collect();
+            order.sort_by_key(|&i| !learns_tables(self.compressors[i].0));
+            for i in order {
+                let (encoding, compressor) = &self.compressors[i];
                 if tried(*encoding) && is_zstd(*encoding) == zstd {
                     // Before its page's dictionary, bss+zstd+dict is bss+zstd.
                     if *encoding == Encoding::BssZstdDict {
@@ -1523,6 +1565,52 @@ mod tests {
                 assert!(ratio >= leading * HOPELESS);
             } else {
                 assert_eq!(tried, [0, 1, 2, 3], "{leader_bytes} {sample}");
+            }
+        }
+    }
+
+    /// A candidate more than BEHIND times the leader's bytes on the first BEHIND_AFTER
+    /// whole chunks of a longer sample stops there, its estimate scaled from the
+    /// leader's; one within it is tried on every chunk.
+    #[test]
+    fn candidates_far_behind_stop_after_a_few_chunks() {
+        let mut seed = 7u64;
+        let values: Vec<u8> = (0..8 * 4096)
+            .map(|_| crate::encodings::xorshift(&mut seed) as u8)
+            .collect();
+        let windows: Vec<Window> = (0..8)
+            .map(|c| Window {
+                chunk: c,
+                rows: c * 1024..(c + 1) * 1024,
+                whole: true,
+            })
+            .collect();
+        let lz4 = Encoding::Lz4
+            .compressor_with(4, &EncoderOptions::default())
+            .unwrap();
+        // LZ4 stores noise as it is (4096 bytes a chunk): 1.64x a leader of 2500 bytes a
+        // chunk (not hopeless on one window, but behind), 1.37x one of 3000.
+        for (leader_bytes, behind) in [(2500, true), (3000, false)] {
+            let mut trial = Trial {
+                values: &values,
+                width: 4,
+                scratch: Vec::new(),
+                encoded: vec![(0..8).map(|c| chunk(c, leader_bytes)).collect(), Vec::new()],
+            };
+            let leading = leader_bytes as f64 / 4096.0;
+            let ratio = trial
+                .screened_ratio(1, Encoding::Lz4, lz4.as_ref(), &windows, Some((0, leading)))
+                .unwrap();
+            let tried: Vec<usize> = trial.encoded[1].iter().map(|c| c.index).collect();
+            let mine: usize = trial.encoded[1].iter().map(|c| c.bytes.len()).sum();
+            if behind {
+                assert_eq!(tried, (0..BEHIND_AFTER).collect::<Vec<_>>());
+                let expected = mine as f64 / (BEHIND_AFTER * leader_bytes) as f64 * leading;
+                assert!((ratio - expected).abs() < 1e-12, "{ratio} {expected}");
+                assert!(ratio > leading * BEHIND);
+            } else {
+                assert_eq!(tried, (0..8).collect::<Vec<_>>());
+                assert!((ratio - mine as f64 / (8.0 * 4096.0)).abs() < 1e-12);
             }
         }
     }
