@@ -1522,16 +1522,16 @@ mod tests {
         }
     }
 
-    /// A candidate far behind the leader on the first window is tried there alone, and
-    /// its estimate is as many times the leader's; one that is not, or one behind a
-    /// leader whose first window is unlike its sample, is tried on every window.
-    #[test]
-    fn hopeless_candidates_are_tried_on_one_window() {
-        let mut seed = 5u64;
-        let values: Vec<u8> = (0..4 * 4096)
+    /// `chunks` chunks of 1024 random 4-byte values (from `seed`), each a whole window,
+    /// and an LZ4 compressor, which stores them as they are.
+    fn noise_chunks(
+        chunks: usize,
+        mut seed: u64,
+    ) -> (Vec<u8>, Vec<Window>, Box<dyn MiniBlockCompressor>) {
+        let values: Vec<u8> = (0..chunks * 4096)
             .map(|_| crate::encodings::xorshift(&mut seed) as u8)
             .collect();
-        let windows: Vec<Window> = (0..4)
+        let windows: Vec<Window> = (0..chunks)
             .map(|c| Window {
                 chunk: c,
                 rows: c * 1024..(c + 1) * 1024,
@@ -1541,6 +1541,15 @@ mod tests {
         let lz4 = Encoding::Lz4
             .compressor_with(4, &EncoderOptions::default())
             .unwrap();
+        (values, windows, lz4)
+    }
+
+    /// A candidate far behind the leader on the first window is tried there alone, and
+    /// its estimate is as many times the leader's; one that is not, or one behind a
+    /// leader whose first window is unlike its sample, is tried on every window.
+    #[test]
+    fn hopeless_candidates_are_tried_on_one_window() {
+        let (values, windows, lz4) = noise_chunks(4, 5);
         // The leader's bytes on each chunk, its estimate on the sample as a multiple of
         // its ratio on window 0, and whether LZ4 (which stores noise as it is) is
         // screened.
@@ -1574,20 +1583,7 @@ mod tests {
     /// leader's; one within it is tried on every chunk.
     #[test]
     fn candidates_far_behind_stop_after_a_few_chunks() {
-        let mut seed = 7u64;
-        let values: Vec<u8> = (0..8 * 4096)
-            .map(|_| crate::encodings::xorshift(&mut seed) as u8)
-            .collect();
-        let windows: Vec<Window> = (0..8)
-            .map(|c| Window {
-                chunk: c,
-                rows: c * 1024..(c + 1) * 1024,
-                whole: true,
-            })
-            .collect();
-        let lz4 = Encoding::Lz4
-            .compressor_with(4, &EncoderOptions::default())
-            .unwrap();
+        let (values, windows, lz4) = noise_chunks(8, 7);
         // LZ4 stores noise as it is (4096 bytes a chunk): 1.64x a leader of 2500 bytes a
         // chunk (not hopeless on one window, but behind), 1.37x one of 3000.
         for (leader_bytes, behind) in [(2500, true), (3000, false)] {
