@@ -839,11 +839,7 @@ fn a_source_failing_mid_column_is_an_io_error_on_every_path() {
         page_values: Some(10_000),
         ..WriteOptions::default()
     };
-    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
-    writer
-        .write_batch(&RecordBatch::try_new(schema.clone(), vec![values]).unwrap())
-        .unwrap();
-    let bytes = writer.finish().unwrap();
+    let bytes = one_batch(&schema, vec![values], options);
     for parallel in [false, true] {
         let armed = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let mut reader = FileReader::open(Failing {
@@ -883,11 +879,7 @@ fn parallel_page_decoding_matches_one_thread() {
         page_values: Some(20_000),
         ..WriteOptions::default()
     };
-    let mut writer = FileWriter::try_new(Vec::new(), &schema, options).unwrap();
-    writer
-        .write_batch(&RecordBatch::try_new(schema.clone(), vec![values.clone()]).unwrap())
-        .unwrap();
-    let bytes = writer.finish().unwrap();
+    let bytes = one_batch(&schema, vec![values.clone()], options);
     let mut one = FileReader::open(Cursor::new(bytes.clone())).unwrap();
     let mut many = FileReader::open(Cursor::new(bytes.clone())).unwrap();
     many.set_parallel(true);

@@ -980,7 +980,11 @@ impl AutoChooser {
         // page tables yet).
         // A dictionary is only ever tried as made for the page (below).
         let tried = |e: Encoding| allowed(e) && (try_alp || !e.is_alp()) && !e.is_dictionary();
-        // The cheap ones first, then Zstd's, each screened against the best before it.
+        // The cheap ones first, then Zstd's, each screened against the best before it;
+        // within each, those that code with entropy tables first: usually the smallest,
+        // they make the leader against which the others are screened.
+        let mut order: Vec<usize> = (0..self.compressors.len()).collect();
+        order.sort_by_key(|&i| !learns_tables(self.compressors[i].0));
         for zstd in [false, true] {
             if zstd {
                 // Nothing to gain cheaply: with a knob that wants min_gain for slower
@@ -992,11 +996,7 @@ impl AutoChooser {
                     break;
                 }
             }
-            // Those that code with entropy tables first: usually the smallest, they make
-            // the leader against which the others are screened.
-            let mut order: Vec<usize> = (0..self.compressors.len()).collect();
-            order.sort_by_key(|&i| !learns_tables(self.compressors[i].0));
-            for i in order {
+            for &i in &order {
                 let (encoding, compressor) = &self.compressors[i];
                 if tried(*encoding) && is_zstd(*encoding) == zstd {
                     // Before its page's dictionary, bss+zstd+dict is bss+zstd.
