@@ -262,8 +262,14 @@ impl Runs {
         let start = list.len();
         let (mut row, mut filled) = (0usize, 0usize);
         for r in 0..count {
-            let gap = read_varint(chunk, &mut at)?;
-            let len = read_varint(chunk, &mut at)?;
+            // Most gaps and runs are under 128 values: two one-byte varints.
+            let (gap, len) = match chunk.get(at..at + 2) {
+                Some(&[g, l]) if (g | l) & 0x80 == 0 => {
+                    at += 2;
+                    (usize::from(g), usize::from(l))
+                }
+                _ => (read_varint(chunk, &mut at)?, read_varint(chunk, &mut at)?),
+            };
             if len == 0 || (r > 0 && gap == 0) {
                 return Err(Error::corrupt(format!(
                     "fill chunk run {r} has gap {gap} and length {len} (runs are apart and not empty)"
@@ -318,6 +324,12 @@ fn expand_width<const W: usize>(runs: &[(u32, u32)], fill: &[u8], others: &[u8],
     for &(gap, len) in runs {
         let (gap, len) = (gap as usize * width, len as usize * width);
         let (end, mut t, mut f) = (to + gap, to, from);
+        if blocks && gap <= SHORT && t + SHORT <= out.len() && f + SHORT <= others.len() {
+            // A short gap (most are): one copy of a fixed length, whatever the gap's, so
+            // there is no loop exit to mispredict.
+            out[t..t + SHORT].copy_from_slice(&others[f..f + SHORT]);
+            t = end;
+        }
         if blocks {
             while t < end && t + BLOCK <= out.len() && f + BLOCK <= others.len() {
                 out[t..t + BLOCK].copy_from_slice(&others[f..f + BLOCK]);
@@ -332,6 +344,12 @@ fn expand_width<const W: usize>(runs: &[(u32, u32)], fill: &[u8], others: &[u8],
         to = end;
         let end = to + len;
         let mut t = to;
+        if blocks && len <= SHORT && t + SHORT <= out.len() {
+            for block in out[t..t + SHORT].chunks_exact_mut(BLOCK) {
+                block.copy_from_slice(&pattern);
+            }
+            t = end;
+        }
         if blocks {
             while t < end && t + BLOCK <= out.len() {
                 out[t..t + BLOCK].copy_from_slice(&pattern);
@@ -349,6 +367,9 @@ fn expand_width<const W: usize>(runs: &[(u32, u32)], fill: &[u8], others: &[u8],
 
 /// Bytes [`expand_width`] copies at a time.
 const BLOCK: usize = 32;
+
+/// Gaps and runs of at most this many bytes are written by one fixed copy of this many.
+const SHORT: usize = 128;
 
 /// A thread's buffers for fill chunks.
 #[derive(Default)]
