@@ -3,9 +3,12 @@
 Every file of ../shared/data (or the files given) is stored as a one-dimensional Zarr v3
 array in an in-memory store, in chunks of 1 MiB of values (262,144 f32 or 131,072 f64),
 with each codec below; each store is read back and compared by bits before its size
-counts. Times are the best of --repeats runs of writing the whole array (`z[:] = a`)
-and reading it (`z[:]`), single-threaded (zarr's thread pool and concurrency set to 1,
-Blosc without threads), interleaved codec by codec.
+counts. Times are single-threaded (zarr's thread pool and concurrency set to 1, Blosc
+without threads): the best of --repeats runs of writing the whole array (`z[:] = a`),
+codec after codec; and the best of rounds of reading it (`z[:]`) with every codec in
+turn, at least --repeats rounds and as many as fit in --seconds a file, so that the
+contenders share the machine's slow moments and a 70 KB file's 0.3 ms read is timed
+hundreds of times.
 
     .venv-py/bin/python python/bench.py            # after: bash .ci/python-venv
 
@@ -70,12 +73,29 @@ def best(f, repeats: int) -> float:
     return t
 
 
-def bench_file(path: Path, repeats: int):
+def best_interleaved(fs: dict, repeats: int, seconds: float) -> dict:
+    """Each function's best time, the functions run in turn, round after round: at least
+    `repeats` rounds and as many more as fit in `seconds`, so that every contender meets
+    the same moments of a shared machine and a read of 0.3 ms is timed as often as one
+    of 5 ms is."""
+    times = {name: math.inf for name in fs}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < repeats or time.perf_counter() - start < seconds:
+        for name, f in fs.items():
+            t = time.perf_counter()
+            f()
+            times[name] = min(times[name], time.perf_counter() - t)
+        rounds += 1
+    return times
+
+
+def bench_file(path: Path, repeats: int, seconds: float):
     a = np.fromfile(path, dtype="<f4" if path.suffix == ".f32" else "<f8")
     # Arrays smaller than a chunk are one chunk of their own size: zarr pads an edge chunk
     # to the full chunk shape, which would measure the padding.
     chunk = min(a.size, CHUNK_BYTES // a.itemsize)
-    rows = {}
+    rows, readers = {}, {}
     for name, serializer, compressors in contenders(a.itemsize):
         store = zarr.storage.MemoryStore()
         kwargs = dict(shape=a.shape, chunks=(chunk,), dtype=a.dtype, serializer=serializer)
@@ -87,11 +107,13 @@ def bench_file(path: Path, repeats: int):
 
         write_s = best(write, repeats)
         back = zarr.open_array(store, mode="r")
-        read_s = best(lambda: back[:], repeats)
         got = back[:]
         if got.tobytes() != a.tobytes():
             raise SystemExit(f"{path.name}: {name} did not round-trip bit for bit")
-        rows[name] = (a.nbytes / stored_bytes(store), a.nbytes / write_s / 1e6, a.nbytes / read_s / 1e6)
+        readers[name] = lambda back=back: back[:]
+        rows[name] = (a.nbytes / stored_bytes(store), a.nbytes / write_s / 1e6)
+    read_s = best_interleaved(readers, repeats, seconds)
+    rows = {name: (*row, a.nbytes / read_s[name] / 1e6) for name, row in rows.items()}
     return a.nbytes, rows
 
 
@@ -109,7 +131,7 @@ def numcodecs_contenders(itemsize: int):
     ]
 
 
-def bench_codecs(path: Path, repeats: int):
+def bench_codecs(path: Path, repeats: int, seconds: float):
     """The codecs alone (numcodecs objects, no Zarr): decode of the same 1 MiB chunks."""
     import numcodecs
     from numcodecs.compat import ensure_ndarray
@@ -118,15 +140,15 @@ def bench_codecs(path: Path, repeats: int):
     a = np.fromfile(path, dtype="<f4" if path.suffix == ".f32" else "<f8")
     step = CHUNK_BYTES // a.itemsize
     chunks = [a[i : i + step].copy() for i in range(0, a.size, step)]
-    rows = {}
+    decoders = {}
     for name, codec in numcodecs_contenders(a.itemsize):
         blobs = [codec.encode(c) for c in chunks]
         for c, b in zip(chunks, blobs):
             if ensure_ndarray(codec.decode(b)).tobytes() != c.tobytes():
                 raise SystemExit(f"{path.name}: {name} did not round-trip bit for bit")
-        decode_s = best(lambda: [codec.decode(b) for b in blobs], repeats)
-        rows[name] = a.nbytes / decode_s / 1e6
-    return rows
+        decoders[name] = lambda codec=codec, blobs=blobs: [codec.decode(b) for b in blobs]
+    decode_s = best_interleaved(decoders, repeats, seconds)
+    return {name: a.nbytes / t / 1e6 for name, t in decode_s.items()}
 
 
 def geomean(xs):
@@ -181,7 +203,8 @@ def thread_scaling(repeats: int):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", type=Path, help="raw .f32/.f64 files (default: ../shared/data)")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="writes timed per codec; fewest rounds of reads")
+    parser.add_argument("--seconds", type=float, default=1.0, help="time for rounds of reads, per file (at least --repeats rounds)")
     args = parser.parse_args()
     files = args.files or sorted(SHARED.glob("*.f[36][24]")) or sorted((ROOT / "data").glob("*.f[36][24]"))
     zarr.config.set({"async.concurrency": 1, "threading.max_workers": 1})
@@ -190,11 +213,12 @@ def main():
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"# python/bench.py: {len(files)} files, commit {commit}, {platform.processor() or platform.machine()}, "
           f"kernels {miniblock.kernel_name()}, zarr {zarr.__version__}, numpy {np.__version__}, Python {sys.version.split()[0]}")
-    print("# ratio = raw bytes / stored chunk bytes; write and read in MB/s of raw values, best of "
-          f"{args.repeats}, one thread")
+    print("# ratio = raw bytes / stored chunk bytes; write and read in MB/s of raw values, one thread; "
+          f"writes: best of {args.repeats} per codec; reads: best of rounds over the codecs in turn "
+          f"(at least {args.repeats}, for {args.seconds:g} s a file)")
     results = {}
     for path in files:
-        nbytes, rows = bench_file(path, args.repeats)
+        nbytes, rows = bench_file(path, args.repeats, args.seconds)
         results[path.name] = rows
         print(f"\n## {path.name} ({nbytes / 1e6:.2f} MB)")
         print(f"| codec | ratio | write MB/s | read MB/s |\n|---|--:|--:|--:|")
@@ -213,8 +237,9 @@ def main():
         rp = geomean([results[f][name][0] / results[f][pco][0] for f in results])
         tp = geomean([results[f][pco][2] / results[f][name][2] for f in results])
         print(f"| {name} | {g[0]:.3f} | {g[1]:.0f} | {g[2]:.0f} | {rb:.3f} | {tb:.3f} | {rp:.3f} | {tp:.3f} |")
-    print(f"\n## The codecs alone: decode MB/s of the same 1 MiB chunks (numcodecs objects, no Zarr), best of {args.repeats}")
-    codec_rows = {path.name: bench_codecs(path, args.repeats) for path in files}
+    print("\n## The codecs alone: decode MB/s of the same 1 MiB chunks (numcodecs objects, no Zarr), "
+          f"best of rounds over the codecs in turn (at least {args.repeats}, for {args.seconds:g} s a file)")
+    codec_rows = {path.name: bench_codecs(path, args.repeats, args.seconds) for path in files}
     print("| file | " + " | ".join(codec_names) + " |")
     print("|---|" + "--:|" * len(codec_names))
     for f, row in codec_rows.items():
