@@ -859,6 +859,45 @@ mod tests {
         }
     }
 
+    /// Gaps and runs on either side of every limit the decoder treats apart: one-byte
+    /// varints (up to 127 values) and two-byte ones, fixed 128-byte copies (32 f32
+    /// values) and longer loops, near the chunk's end and away from it.
+    #[test]
+    fn long_and_short_gaps_and_runs_round_trip() {
+        let fill = -1e34f32;
+        for inner in [Encoding::Bss, Encoding::DeltaAns, Encoding::Alp] {
+            let c = compressor(fill, inner);
+            let d = decompressor(&c);
+            for lens in [
+                [31usize, 32, 33, 127, 128, 129, 1, 300],
+                [300, 1, 129, 128, 127, 33, 32, 31],
+                [1, 2, 3, 4, 5, 6, 7, 8],
+                [0, 40, 1, 40, 2, 40, 3, 40],
+            ] {
+                // Alternating gaps and runs of these lengths, a gap first.
+                let mut values = Vec::new();
+                for (k, &len) in lens.iter().enumerate() {
+                    for v in 0..len {
+                        values.push(if k % 2 == 1 {
+                            fill
+                        } else {
+                            (k * 1000 + v) as f32
+                        });
+                    }
+                }
+                let bytes = f32s(&values);
+                let mut out = Vec::new();
+                let storage = c.compress_chunk(&bytes, &mut out, &mut Vec::new()).unwrap();
+                let back = d.decompress(&out, values.len(), storage).unwrap();
+                assert_eq!(back, bytes, "{inner:?} {lens:?}");
+                let mut many = vec![0u8; 2 * bytes.len()];
+                d.decompress_chunks_into(&[&out, &out], values.len(), &mut many, &mut Vec::new())
+                    .unwrap();
+                assert_eq!(many, [bytes.clone(), bytes].concat(), "{inner:?} {lens:?}");
+            }
+        }
+    }
+
     /// Every prefix of a chunk, and every byte changed, is an error or some decoding, never
     /// a panic.
     #[test]
