@@ -307,9 +307,10 @@ impl Runs {
 
 /// [`Runs::expand`] for values of `W` bytes (0: any width). Gaps and runs are a few dozen
 /// values: a call to `memcpy` for each costs more than the copy, so for widths that divide
-/// [`BLOCK`] both are written in whole blocks, each overshooting into the next gap or run,
-/// which overwrites it (writes go strictly forward, and `others` is apart from `out`);
-/// near the end of either buffer, value by value.
+/// [`BLOCK`] both are written in whole blocks (one fixed copy of [`SHORT`] bytes when
+/// they fit in it), each overshooting into the next gap or run, which overwrites it
+/// (writes go strictly forward, and `others` is apart from `out`); near the end of either
+/// buffer, value by value.
 fn expand_width<const W: usize>(runs: &[(u32, u32)], fill: &[u8], others: &[u8], out: &mut [u8]) {
     let width = if W == 0 { fill.len() } else { W };
     let blocks = W != 0 && BLOCK.is_multiple_of(W);
