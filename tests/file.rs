@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, Float32Array, Float64Array, Int32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use miniblock::encodings::Strategy;
-use miniblock::file::{FileReader, FileWriter, WriteOptions};
+use miniblock::file::{FileReader, FileWriter, Source, WriteOptions};
 use miniblock::{Encoding, ErrorKind};
 
 fn schema() -> Arc<Schema> {
@@ -164,16 +164,47 @@ fn variable_width_columns_are_refused_by_name() {
     );
 }
 
-/// A reader that counts the bytes read through it.
+/// A source that counts the bytes read through it, or lent by it when `lends`.
 struct Counting<R> {
     inner: R,
     read: Arc<AtomicU64>,
+    lends: bool,
+    /// The bytes read (not lent) through it.
+    only_read: AtomicU64,
+    /// The range lent last: the reader may ask twice in a row for bytes it takes once.
+    last_lent: std::sync::Mutex<Option<(u64, usize)>>,
+}
+
+impl<R> Counting<R> {
+    fn new(inner: R, read: Arc<AtomicU64>, lends: bool) -> Self {
+        Self {
+            inner,
+            read,
+            lends,
+            only_read: AtomicU64::new(0),
+            last_lent: std::sync::Mutex::new(None),
+        }
+    }
+}
+
+impl<R: Source> Source for Counting<R> {
+    fn lend(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        if !self.lends {
+            return None;
+        }
+        let lent = self.inner.lend(offset, len)?;
+        if self.last_lent.lock().unwrap().replace((offset, len)) != Some((offset, len)) {
+            self.read.fetch_add(len as u64, Ordering::SeqCst);
+        }
+        Some(lent)
+    }
 }
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.read.fetch_add(n as u64, Ordering::SeqCst);
+        self.only_read.fetch_add(n as u64, Ordering::SeqCst);
         Ok(n)
     }
 }
@@ -193,12 +224,32 @@ fn range_reads_fetch_only_overlapping_pages_and_chunks() {
     };
     let (bytes, _, b) = write_file(102_400, &[50_000], options);
     let total = bytes.len() as u64;
-    let read = Arc::new(AtomicU64::new(0));
-    let mut reader = FileReader::open(Counting {
-        inner: Cursor::new(bytes),
-        read: read.clone(),
-    })
-    .unwrap();
+    // Read into buffers, and lent by a source holding the bytes: the same bytes either way.
+    for lends in [false, true] {
+        let read = Arc::new(AtomicU64::new(0));
+        let open = || {
+            FileReader::open(Counting::new(
+                Cursor::new(bytes.clone()),
+                read.clone(),
+                lends,
+            ))
+            .unwrap()
+        };
+        let opening = open().into_inner().only_read.load(Ordering::SeqCst);
+        let mut reader = open();
+        fetches_only_overlapping_pages_and_chunks(&mut reader, &read, total, &b);
+        // Past the header and footer, a lending source is never read.
+        let after_open = reader.into_inner().only_read.load(Ordering::SeqCst) - opening;
+        assert_eq!(after_open > 0, !lends, "{after_open} bytes read");
+    }
+}
+
+fn fetches_only_overlapping_pages_and_chunks<R: Source>(
+    reader: &mut FileReader<R>,
+    read: &AtomicU64,
+    total: u64,
+    b: &ArrayRef,
+) {
     let footer_bytes = read.swap(0, Ordering::SeqCst);
     assert!(
         footer_bytes < total / 10,
@@ -315,10 +366,11 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     let open = || FileReader::open(Cursor::new(bytes.clone())).unwrap();
     // b then a, 7,000 rows a batch, rows 1,234..45,678: batches cut across pages
     let read = Arc::new(AtomicU64::new(0));
-    let counted = FileReader::open(Counting {
-        inner: Cursor::new(bytes.clone()),
-        read: read.clone(),
-    })
+    let counted = FileReader::open(Counting::new(
+        Cursor::new(bytes.clone()),
+        read.clone(),
+        false,
+    ))
     .unwrap();
     let scan = counted
         .scan(
@@ -352,10 +404,11 @@ fn scans_stream_projected_batches_of_the_rows_asked() {
     let got: Vec<RecordBatch> = only_a.map(Result::unwrap).collect();
     assert_eq!(got.iter().map(RecordBatch::num_rows).sum::<usize>(), 50_000);
     read.store(0, Ordering::SeqCst);
-    let counted = FileReader::open(Counting {
-        inner: Cursor::new(bytes.clone()),
-        read: read.clone(),
-    })
+    let counted = FileReader::open(Counting::new(
+        Cursor::new(bytes.clone()),
+        read.clone(),
+        false,
+    ))
     .unwrap();
     let footer = read.swap(0, Ordering::SeqCst);
     // A page's chunks and its page buffers (a dictionary), nothing else.
@@ -620,10 +673,11 @@ fn page_statistics_prune_scans() {
 
     // t from 1,600,000 to 1,611,000: rows 200,000..203,667, in page 50 alone.
     let read = Arc::new(AtomicU64::new(0));
-    let counted = FileReader::open(Counting {
-        inner: Cursor::new(bytes.clone()),
-        read: read.clone(),
-    })
+    let counted = FileReader::open(Counting::new(
+        Cursor::new(bytes.clone()),
+        read.clone(),
+        false,
+    ))
     .unwrap();
     read.store(0, Ordering::SeqCst);
     let filter = StatsFilter {
@@ -818,6 +872,8 @@ impl Read for Failing {
         self.inner.read(buf)
     }
 }
+
+impl Source for Failing {}
 
 impl Seek for Failing {
     fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {

@@ -247,6 +247,8 @@ impl std::io::Read for SharedBytes {
     }
 }
 
+impl miniblock::file::Source for SharedBytes {}
+
 impl std::io::Seek for SharedBytes {
     fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
         let len = self.bytes.read().unwrap().len() as u64;

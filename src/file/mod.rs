@@ -46,6 +46,7 @@ mod reader;
 #[cfg(feature = "object-store")]
 mod remote;
 mod scan;
+mod source;
 mod stats;
 pub(crate) mod types;
 mod writer;
@@ -54,6 +55,7 @@ pub use reader::{page_layout, FileReader, VerifySummary};
 #[cfg(feature = "object-store")]
 pub use remote::{FetchCount, Fetched, ObjectStoreReader};
 pub use scan::{ColumnRef, FileBatches, ScanOptions, StatsFilter};
+pub use source::Source;
 pub use stats::{PageStats, StatValue};
 pub use writer::{FileWriter, WriteOptions};
 

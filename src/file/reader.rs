@@ -1,5 +1,6 @@
 //! A column file -> Arrow arrays, whole columns or row ranges.
 
+use std::borrow::Cow;
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,7 +14,7 @@ use prost::Message;
 
 use super::stats::PageStats;
 use super::types::column_type;
-use super::{FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
+use super::{Source, FORMAT_VERSION, HEADER_LEN, MAGIC, TRAILER_LEN};
 use crate::encodings::{
     checked_len, decompressor_for, unbound_decompressor, MiniBlockDecompressor,
 };
@@ -30,7 +31,9 @@ use crate::proto::file as pb;
 /// a chunk is larger).
 const VERIFY_SLICE_BYTES: usize = 16 << 20;
 
-/// Reads a column file from any `Read + Seek` source (a `File`, a `Cursor` over bytes).
+/// Reads a column file from a [`Source`]: any `Read + Seek` (a `File`), or bytes in
+/// memory (a `Cursor` over a `Vec<u8>`, `Bytes` or memory map), whose pages are decoded
+/// where they lie, not copied first.
 ///
 /// [`open`](Self::open) reads only the header and the footer and checks them against the
 /// file's size; reads then fetch only the pages, and within a page only the chunks, that
@@ -91,7 +94,7 @@ impl DecoderCell {
     }
 }
 
-impl<R: Read + Seek> FileReader<R> {
+impl<R: Source> FileReader<R> {
     /// Opens a file: checks its magics, reads and checks its footer.
     pub fn open(mut source: R) -> Result<Self> {
         let file_len = source
@@ -168,7 +171,10 @@ impl<R: Read + Seek> FileReader<R> {
             parallel: false,
         })
     }
+}
 
+/// What a reader knows without reading: its settings and the checked footer.
+impl<R> FileReader<R> {
     /// Whether reads check CRC32Cs (on by default): a whole page against its page checksum,
     /// a row range against the checksums of the chunks it fetches. Turning it off
     /// is an explicit opt-out for callers who verify bytes elsewhere.
@@ -288,7 +294,9 @@ impl<R: Read + Seek> FileReader<R> {
         }
         Ok(Some(total))
     }
+}
 
+impl<R: Source> FileReader<R> {
     /// The validated layout of page `index` of `column`, parsed on first use.
     fn layout(&self, column: usize, index: usize, width: usize) -> Result<&PageLayout> {
         let cell = &self.meta.layouts[column][index];
@@ -307,7 +315,7 @@ impl<R: Read + Seek> FileReader<R> {
 
     /// Reads rows `rows` of a column, fetching only the pages and chunks they overlap.
     pub fn read_column_range(&mut self, column: usize, rows: Range<u64>) -> Result<ArrayRef> {
-        self.read_range(column, rows, read_into)
+        self.read_range(column, rows)
     }
 
     /// Decodes rows `rows` of `column` into `values`, a caller's buffer of exactly
@@ -342,7 +350,6 @@ impl<R: Read + Seek> FileReader<R> {
             column,
             &field,
             plans,
-            read_into,
             &mut Sink::Slice(values),
             validity.as_mut(),
         )?;
@@ -394,15 +401,8 @@ impl<R: Read + Seek> FileReader<R> {
         self.read_column_range_into(column, rows, crate::kernels::native_bytes_mut(values))
     }
 
-    /// [`read_column_range`](Self::read_column_range), taking each page's bytes from
-    /// `page_bytes` (the `len` bytes at an offset of the source, which it may read into
-    /// the buffer it is given).
-    fn read_range(
-        &mut self,
-        column: usize,
-        rows: Range<u64>,
-        page_bytes: PageBytes<R>,
-    ) -> Result<ArrayRef> {
+    /// [`read_column_range`](Self::read_column_range).
+    fn read_range(&mut self, column: usize, rows: Range<u64>) -> Result<ArrayRef> {
         let (field, plans) = self.plan(column, rows.clone())?;
         let data_type = field.data_type().clone();
         let width = value_width(&data_type)?;
@@ -430,7 +430,6 @@ impl<R: Read + Seek> FileReader<R> {
             column,
             &field,
             plans,
-            page_bytes,
             &mut Sink::Append(&mut values),
             validity.as_mut(),
         )?;
@@ -443,7 +442,6 @@ impl<R: Read + Seek> FileReader<R> {
         column: usize,
         field: &Field,
         plans: Vec<PageRows>,
-        page_bytes: PageBytes<R>,
         sink: &mut Sink,
         mut validity: Option<&mut BooleanBufferBuilder>,
     ) -> Result<()> {
@@ -461,7 +459,7 @@ impl<R: Read + Seek> FileReader<R> {
             let page = &self.meta.footer.columns[column].pages[index];
             let bytes = local.len() * width;
             let (range, _) = page_read_range(page, layout, &local, self.verify_checksums);
-            page_bytes(
+            fetch(
                 &mut self.source,
                 page.offset + range.start as u64,
                 range.len(),
@@ -502,6 +500,25 @@ impl<R: Read + Seek> FileReader<R> {
     ) -> Result<()> {
         let width = value_width(field.data_type())?;
         let (source, meta, verify) = (&mut self.source, &self.meta, self.verify_checksums);
+        // A source holding every byte the read needs lends them to the decoding threads;
+        // any other has this thread read each page into a buffer.
+        let lends = plans.iter().all(|(index, local)| {
+            let page = &meta.footer.columns[column].pages[*index];
+            let layout = meta.layouts[column][*index]
+                .get()
+                .expect("every planned page's layout was parsed before");
+            let (range, _) = page_read_range(page, layout, local, verify);
+            source
+                .lend(page.offset + range.start as u64, range.len())
+                .is_some()
+                && (meta.decoders[column][*index].get(verify).is_some()
+                    || lend_page_buffers(&*source, page).is_some())
+        });
+        let mut source = if lends {
+            PageSource::Lend(&*source)
+        } else {
+            PageSource::Read(source)
+        };
         let nullable = validity.is_some();
         // Per page, what its decoding made: its validity, and its values when appending.
         let done: Vec<Mutex<Option<PageDone>>> = plans.iter().map(|_| Mutex::new(None)).collect();
@@ -573,7 +590,9 @@ impl<R: Read + Seek> FileReader<R> {
             };
             let result = run().map_err(|e| in_page(e, field, index));
             *lock(&done[at]) = Some(result);
-            lock(&free).push(work.bytes);
+            if let Cow::Owned(bytes) = work.bytes {
+                lock(&free).push(bytes);
+            }
             true
         };
         // Rayon tasks decoding queued pages until none is left, at most one fewer running
@@ -610,15 +629,13 @@ impl<R: Read + Seek> FileReader<R> {
                     // the page, from buffers read (not yet checked) here.
                     let buffers = match built {
                         Some(_) => Vec::new(),
-                        None => read_page_buffers(source, page, false)?,
+                        None => source.page_buffers(page)?,
                     };
                     let (range, _) = page_read_range(page, layout, &local, verify);
-                    let mut bytes = lock(&free).pop().unwrap_or_default();
-                    read_into(
-                        source,
+                    let bytes = source.bytes(
                         page.offset + range.start as u64,
                         range.len(),
-                        &mut bytes,
+                        lock(&free).pop().unwrap_or_default(),
                     )?;
                     Ok((buffers, bytes))
                 })();
@@ -1176,14 +1193,51 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A page read and queued in [`FileReader::read_pages_parallel`], for whichever thread
 /// takes it first: its place in the read, its index and rows, its decompressor if built
 /// before (else its page buffers, to build one), its bytes and its part of the output.
-struct QueuedPage<'a> {
+struct QueuedPage<'a, 's> {
     at: usize,
     index: usize,
     local: Range<usize>,
     built: Option<Arc<dyn MiniBlockDecompressor>>,
-    buffers: Vec<Vec<u8>>,
-    bytes: Vec<u8>,
+    buffers: Vec<Cow<'s, [u8]>>,
+    bytes: Cow<'s, [u8]>,
     part: Option<&'a mut [u8]>,
+}
+
+/// Where [`FileReader::read_pages_parallel`] takes pages' bytes from: lent by a source
+/// holding every byte the read needs, or read from one into buffers.
+enum PageSource<'s, R> {
+    Lend(&'s R),
+    Read(&'s mut R),
+}
+
+impl<'s, R: Source> PageSource<'s, R> {
+    /// The `len` bytes at `offset`, lent, or read into `buffer`.
+    fn bytes(&mut self, offset: u64, len: usize, mut buffer: Vec<u8>) -> Result<Cow<'s, [u8]>> {
+        match self {
+            Self::Lend(source) => source.lend(offset, len).map(Cow::Borrowed).ok_or_else(|| {
+                Error::invalid("the source lent these bytes once and then refused them")
+            }),
+            Self::Read(source) => {
+                read_into(*source, offset, len, &mut buffer)?;
+                Ok(Cow::Owned(buffer))
+            }
+        }
+    }
+
+    /// `page`'s page buffers, lent or read.
+    fn page_buffers(&mut self, page: &pb::Page) -> Result<Vec<Cow<'s, [u8]>>> {
+        match self {
+            Self::Lend(source) => lend_page_buffers(*source, page)
+                .map(|lent| lent.into_iter().map(Cow::Borrowed).collect())
+                .ok_or_else(|| {
+                    Error::invalid("the source lent these bytes once and then refused them")
+                }),
+            Self::Read(source) => Ok(read_page_buffers(*source, page, false)?
+                .into_iter()
+                .map(Cow::Owned)
+                .collect()),
+        }
+    }
 }
 
 /// Where a read's values go: appended to a buffer that becomes an Arrow array, or into
@@ -1216,11 +1270,26 @@ impl Sink<'_> {
     }
 }
 
-/// Where a read takes the bytes of a page from: `len` bytes at `offset` of the source,
-/// read into the buffer given, or lent by a source that holds them in memory.
-type PageBytes<R> = for<'a> fn(&'a mut R, u64, usize, &'a mut Vec<u8>) -> Result<&'a [u8]>;
+/// The `len` bytes at `offset` of `source`: lent by a source that holds them in memory,
+/// or read into `buffer`.
+fn fetch<'a, R: Source>(
+    source: &'a mut R,
+    offset: u64,
+    len: usize,
+    buffer: &'a mut Vec<u8>,
+) -> Result<&'a [u8]> {
+    // Asked twice: returning the first answer's borrow would keep `source` borrowed on
+    // the path that reads (a limit of today's borrow checker).
+    if R::lend(source, offset, len).is_some() {
+        let source: &'a R = source;
+        return R::lend(source, offset, len).ok_or_else(|| {
+            Error::invalid("the source lent these bytes once and then refused them")
+        });
+    }
+    read_into(source, offset, len, buffer)
+}
 
-/// [`PageBytes`] of any `Read + Seek` source: read into the buffer.
+/// The `len` bytes at `offset` of `source`, read into `buffer`.
 fn read_into<'a, R: Read + Seek>(
     source: &'a mut R,
     offset: u64,
@@ -1280,36 +1349,48 @@ fn page_read_range(
     }
 }
 
-#[cfg(feature = "object-store")]
-impl FileReader<super::Fetched> {
-    /// [`read_column_range`](Self::read_column_range) over fetched bytes, lent to the
-    /// decoder rather than copied into a buffer.
-    pub(crate) fn read_fetched_range(
-        &mut self,
-        column: usize,
-        rows: Range<u64>,
-    ) -> Result<ArrayRef> {
-        self.read_range(column, rows, super::Fetched::lend)
-    }
-}
-
 /// The decompressor of `page`: its message, with its page buffers read from `source`.
-fn page_decompressor<R: Read + Seek>(
+fn page_decompressor<R: Source>(
     source: &mut R,
     page: &pb::Page,
     verify_checksums: bool,
 ) -> Result<Arc<dyn MiniBlockDecompressor>> {
     #[cfg(test)]
     tests::BUILDS.with(|n| n.set(n.get() + 1));
+    if let Some(lent) = lend_page_buffers(&*source, page) {
+        return decompressor_of(page, &lent, verify_checksums);
+    }
     let page_buffers = read_page_buffers(source, page, false)?;
     decompressor_of(page, &page_buffers, verify_checksums)
 }
 
+/// `page`'s page buffers, if `source` lends them all (their sizes were checked against
+/// the file's when the footer was read).
+fn lend_page_buffers<'s, R: Source>(source: &'s R, page: &pb::Page) -> Option<Vec<&'s [u8]>> {
+    let total = page
+        .buffer_sizes
+        .iter()
+        .try_fold(0u64, |sum, &size| sum.checked_add(size))?;
+    let all = source.lend(
+        page.offset.checked_add(page.length)?,
+        usize::try_from(total).ok()?,
+    )?;
+    let mut lent = Vec::with_capacity(page.buffer_sizes.len());
+    let mut rest = all;
+    for &size in &page.buffer_sizes {
+        // Each size is at most `total`, the length of `all`, and so fits in a usize.
+        let (buffer, after) = rest.split_at(size as usize);
+        lent.push(buffer);
+        rest = after;
+    }
+    Some(lent)
+}
+
 /// The decompressor of `page` from its buffers (as read), each checked against its
 /// CRC32C first when `verify_checksums`.
-fn decompressor_of(
+fn decompressor_of<B: AsRef<[u8]>>(
     page: &pb::Page,
-    buffers: &[Vec<u8>],
+    buffers: &[B],
     verify_checksums: bool,
 ) -> Result<Arc<dyn MiniBlockDecompressor>> {
     let encoding: &ArrayEncoding = page
@@ -1318,14 +1399,14 @@ fn decompressor_of(
         .ok_or_else(|| Error::corrupt("page has no encoding"))?;
     if verify_checksums {
         for (b, (buffer, &crc)) in buffers.iter().zip(&page.buffer_crc32c).enumerate() {
-            if crc32c(buffer) != crc {
+            if crc32c(buffer.as_ref()) != crc {
                 return Err(Error::corrupt(format!(
                     "page buffer {b} checksum mismatch: its bytes are damaged"
                 )));
             }
         }
     }
-    let slices: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    let slices: Vec<&[u8]> = buffers.iter().map(AsRef::as_ref).collect();
     Ok(decompressor_for(encoding, &slices)?.into())
 }
 

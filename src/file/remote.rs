@@ -149,17 +149,13 @@ impl Fetched {
         usize::try_from(range.end.saturating_sub(range.start))
             .is_ok_and(|len| self.held(range.start, len).is_some())
     }
+}
 
-    /// The `len` bytes at `offset`, lent from the range holding them (a page's bytes for
-    /// `FileReader`, which needs no copy of them); an error if no one range does.
-    pub(super) fn lend<'a>(
-        &'a mut self,
-        offset: u64,
-        len: usize,
-        _buffer: &'a mut Vec<u8>,
-    ) -> Result<&'a [u8]> {
+/// A page's bytes are lent from the range holding them, not copied; bytes no one range
+/// holds are read, which fails for bytes not fetched.
+impl super::Source for Fetched {
+    fn lend(&self, offset: u64, len: usize) -> Option<&[u8]> {
         self.held(offset, len)
-            .ok_or_else(|| super::reader::io_error(not_fetched(offset), "reading"))
     }
 }
 
@@ -402,7 +398,7 @@ impl ObjectStoreReader {
         }
         let result = columns
             .iter()
-            .map(|&c| self.reader.read_fetched_range(c, rows.clone()))
+            .map(|&c| self.reader.read_column_range(c, rows.clone()))
             .collect();
         // What a read fetched was for it alone: page buffers live on in the decoders
         // built from them, and a later read fetches its own chunks.
@@ -771,18 +767,21 @@ mod tests {
 
     #[test]
     fn lent_bytes_are_the_fetched_ones_and_only_within_one_range() {
+        use crate::file::Source;
         let mut fetched = Fetched::new(100);
         fetched.insert(10, Bytes::from_static(&[1, 2, 3]));
         fetched.insert(13, Bytes::from_static(&[4, 5]));
-        let mut unused = Vec::new();
-        assert_eq!(fetched.lend(11, 2, &mut unused).unwrap(), [2, 3]);
-        assert_eq!(fetched.lend(13, 2, &mut unused).unwrap(), [4, 5]);
-        assert_eq!(fetched.lend(12, 0, &mut unused).unwrap(), [0u8; 0]);
-        // Across two ranges, past the end, before the first and past a huge length.
+        assert_eq!(fetched.lend(11, 2).unwrap(), [2, 3]);
+        assert_eq!(fetched.lend(13, 2).unwrap(), [4, 5]);
+        assert_eq!(fetched.lend(12, 0).unwrap(), [0u8; 0]);
+        // Across two ranges, past the end, before the first and past a huge length: not
+        // lent, and a read of them fails.
         for (offset, len) in [(12, 2), (14, 2), (5, 1), (11, usize::MAX)] {
-            let e = fetched.lend(offset, len, &mut unused).unwrap_err();
-            assert!(e.to_string().contains("was not fetched"), "{e}");
+            assert!(fetched.lend(offset, len).is_none(), "{offset} {len}");
         }
-        assert!(unused.is_empty(), "nothing is copied");
+        let mut buf = [0u8; 2];
+        fetched.seek(SeekFrom::Start(14)).unwrap();
+        let e = fetched.read_exact(&mut buf).unwrap_err();
+        assert!(e.to_string().contains("was not fetched"), "{e}");
     }
 }

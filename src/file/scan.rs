@@ -2,13 +2,12 @@
 //! skipping the pages whose statistics rule a filter out.
 
 use std::collections::VecDeque;
-use std::io::{Read, Seek};
 use std::ops::Range;
 
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use super::{FileReader, StatValue};
+use super::{FileReader, Source, StatValue};
 use crate::error::{Error, Result};
 
 /// A column of a file, by its index or by its name.
@@ -130,7 +129,7 @@ pub struct FileBatches<R> {
     batch_rows: u64,
 }
 
-impl<R: Read + Seek> FileReader<R> {
+impl<R: Source> FileReader<R> {
     /// Reads the file as record batches of `options.batch_rows` rows of the chosen
     /// columns and rows. The batches' schema is the file's, projected: field and schema
     /// metadata included.
@@ -219,7 +218,7 @@ impl<R: Read + Seek> FileReader<R> {
     }
 }
 
-impl<R: Read + Seek> FileBatches<R> {
+impl<R: Source> FileBatches<R> {
     fn batch(&mut self, rows: Range<u64>) -> Result<RecordBatch> {
         let arrays = self
             .columns
@@ -242,7 +241,7 @@ impl<R: Read + Seek> FileBatches<R> {
     }
 }
 
-impl<R: Read + Seek> Iterator for FileBatches<R> {
+impl<R: Source> Iterator for FileBatches<R> {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -261,7 +260,7 @@ impl<R: Read + Seek> Iterator for FileBatches<R> {
     }
 }
 
-impl<R: Read + Seek> RecordBatchReader for FileBatches<R> {
+impl<R: Source> RecordBatchReader for FileBatches<R> {
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }

@@ -222,10 +222,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Min, max, nulls and NaNs of column `c`, decoded page by page.
 /// A column's statistics: from the footer's page statistics, or, in a file written
 /// before they existed, from its pages decoded one at a time.
-fn column_stats<R: std::io::Read + std::io::Seek>(
+fn column_stats<R: miniblock::file::Source>(
     reader: &mut FileReader<R>,
     c: usize,
 ) -> miniblock::Result<ColumnStats> {
