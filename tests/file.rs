@@ -965,3 +965,45 @@ fn parallel_page_decoding_matches_one_thread() {
     let err = reader.read_column(0).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
 }
+
+/// A source whose `lend` gives one byte fewer than asked: a bug in a source, which the
+/// reader answers by reading the bytes instead, on one thread and on several.
+struct ShortLender(Cursor<Vec<u8>>);
+
+impl Read for ShortLender {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl Seek for ShortLender {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.0.seek(pos)
+    }
+}
+
+impl Source for ShortLender {
+    fn lend(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        self.0
+            .lend(offset, len)
+            .map(|b| &b[..b.len().saturating_sub(1)])
+    }
+}
+
+#[test]
+fn a_source_lending_the_wrong_length_is_read_instead() {
+    let options = WriteOptions {
+        strategy: Strategy::Auto(Default::default()),
+        page_values: Some(4096),
+        ..WriteOptions::default()
+    };
+    let (bytes, a, b) = write_file(40_000, &[40_000], options);
+    for parallel in [false, true] {
+        let mut reader = FileReader::open(ShortLender(Cursor::new(bytes.clone()))).unwrap();
+        reader.set_parallel(parallel);
+        common::assert_same_bits(&a, reader.read_column(0).unwrap().as_ref(), "a");
+        common::assert_same_bits(&b, reader.read_column(1).unwrap().as_ref(), "b");
+        let got = reader.read_column_range(1, 5_000..5_100).unwrap();
+        common::assert_same_bits(&b.slice(5_000, 100), got.as_ref(), "rows of b");
+    }
+}

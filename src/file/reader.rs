@@ -508,9 +508,7 @@ impl<R: Source> FileReader<R> {
                 .get()
                 .expect("every planned page's layout was parsed before");
             let (range, _) = page_read_range(page, layout, local, verify);
-            source
-                .lend(page.offset + range.start as u64, range.len())
-                .is_some()
+            lent(&*source, page.offset + range.start as u64, range.len()).is_some()
                 && (meta.decoders[column][*index].get(verify).is_some()
                     || lend_page_buffers(&*source, page).is_some())
         });
@@ -1214,9 +1212,11 @@ impl<'s, R: Source> PageSource<'s, R> {
     /// The `len` bytes at `offset`, lent, or read into `buffer`.
     fn bytes(&mut self, offset: u64, len: usize, mut buffer: Vec<u8>) -> Result<Cow<'s, [u8]>> {
         match self {
-            Self::Lend(source) => source.lend(offset, len).map(Cow::Borrowed).ok_or_else(|| {
-                Error::invalid("the source lent these bytes once and then refused them")
-            }),
+            Self::Lend(source) => lent(*source, offset, len)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| {
+                    Error::invalid("the source lent these bytes once and then refused them")
+                }),
             Self::Read(source) => {
                 read_into(*source, offset, len, &mut buffer)?;
                 Ok(Cow::Owned(buffer))
@@ -1270,6 +1270,12 @@ impl Sink<'_> {
     }
 }
 
+/// The `len` bytes at `offset`, if `source` lends them: exactly `len` of them (a source
+/// lending another length is read instead; the decoders rely on the length).
+fn lent<R: Source + ?Sized>(source: &R, offset: u64, len: usize) -> Option<&[u8]> {
+    source.lend(offset, len).filter(|bytes| bytes.len() == len)
+}
+
 /// The `len` bytes at `offset` of `source`: lent by a source that holds them in memory,
 /// or read into `buffer`.
 fn fetch<'a, R: Source>(
@@ -1280,9 +1286,9 @@ fn fetch<'a, R: Source>(
 ) -> Result<&'a [u8]> {
     // Asked twice: returning the first answer's borrow would keep `source` borrowed on
     // the path that reads (a limit of today's borrow checker).
-    if R::lend(source, offset, len).is_some() {
+    if lent(&*source, offset, len).is_some() {
         let source: &'a R = source;
-        return R::lend(source, offset, len).ok_or_else(|| {
+        return lent(source, offset, len).ok_or_else(|| {
             Error::invalid("the source lent these bytes once and then refused them")
         });
     }
@@ -1371,7 +1377,8 @@ fn lend_page_buffers<'s, R: Source>(source: &'s R, page: &pb::Page) -> Option<Ve
         .buffer_sizes
         .iter()
         .try_fold(0u64, |sum, &size| sum.checked_add(size))?;
-    let all = source.lend(
+    let all = lent(
+        source,
         page.offset.checked_add(page.length)?,
         usize::try_from(total).ok()?,
     )?;
