@@ -993,7 +993,7 @@ impl Source for ShortLender {
 #[test]
 fn a_source_lending_the_wrong_length_is_read_instead() {
     let options = WriteOptions {
-        strategy: Strategy::Auto(Default::default()),
+        strategy: Strategy::Auto(miniblock::encodings::AutoOptions::default()),
         page_values: Some(4096),
         ..WriteOptions::default()
     };
