@@ -510,7 +510,8 @@ impl<R: Source> FileReader<R> {
             let (range, _) = page_read_range(page, layout, local, verify);
             lent(&*source, page.offset + range.start as u64, range.len()).is_some()
                 && (meta.decoders[column][*index].get(verify).is_some()
-                    || lend_page_buffers(&*source, page).is_some())
+                    || page_buffers_span(page)
+                        .is_some_and(|(at, len)| lent(&*source, at, len).is_some()))
         });
         let mut source = if lends {
             PageSource::Lend(&*source)
@@ -1214,9 +1215,7 @@ impl<'s, R: Source> PageSource<'s, R> {
         match self {
             Self::Lend(source) => lent(*source, offset, len)
                 .map(Cow::Borrowed)
-                .ok_or_else(|| {
-                    Error::invalid("the source lent these bytes once and then refused them")
-                }),
+                .ok_or_else(refused),
             Self::Read(source) => {
                 read_into(*source, offset, len, &mut buffer)?;
                 Ok(Cow::Owned(buffer))
@@ -1229,9 +1228,7 @@ impl<'s, R: Source> PageSource<'s, R> {
         match self {
             Self::Lend(source) => lend_page_buffers(*source, page)
                 .map(|lent| lent.into_iter().map(Cow::Borrowed).collect())
-                .ok_or_else(|| {
-                    Error::invalid("the source lent these bytes once and then refused them")
-                }),
+                .ok_or_else(refused),
             Self::Read(source) => Ok(read_page_buffers(*source, page, false)?
                 .into_iter()
                 .map(Cow::Owned)
@@ -1276,6 +1273,11 @@ fn lent<R: Source + ?Sized>(source: &R, offset: u64, len: usize) -> Option<&[u8]
     source.lend(offset, len).filter(|bytes| bytes.len() == len)
 }
 
+/// The error of a source that lent bytes and, asked again, did not.
+fn refused() -> Error {
+    Error::invalid("the source lent these bytes once and then refused them")
+}
+
 /// The `len` bytes at `offset` of `source`: lent by a source that holds them in memory,
 /// or read into `buffer`.
 fn fetch<'a, R: Source>(
@@ -1288,9 +1290,7 @@ fn fetch<'a, R: Source>(
     // the path that reads (a limit of today's borrow checker).
     if lent(&*source, offset, len).is_some() {
         let source: &'a R = source;
-        return lent(source, offset, len).ok_or_else(|| {
-            Error::invalid("the source lent these bytes once and then refused them")
-        });
+        return lent(source, offset, len).ok_or_else(refused);
     }
     read_into(source, offset, len, buffer)
 }
@@ -1373,15 +1373,8 @@ fn page_decompressor<R: Source>(
 /// `page`'s page buffers, if `source` lends them all (their sizes were checked against
 /// the file's when the footer was read).
 fn lend_page_buffers<'s, R: Source>(source: &'s R, page: &pb::Page) -> Option<Vec<&'s [u8]>> {
-    let total = page
-        .buffer_sizes
-        .iter()
-        .try_fold(0u64, |sum, &size| sum.checked_add(size))?;
-    let all = lent(
-        source,
-        page.offset.checked_add(page.length)?,
-        usize::try_from(total).ok()?,
-    )?;
+    let (at, total) = page_buffers_span(page)?;
+    let all = lent(source, at, total)?;
     let mut lent = Vec::with_capacity(page.buffer_sizes.len());
     let mut rest = all;
     for &size in &page.buffer_sizes {
@@ -1391,6 +1384,19 @@ fn lend_page_buffers<'s, R: Source>(source: &'s R, page: &pb::Page) -> Option<Ve
         rest = after;
     }
     Some(lent)
+}
+
+/// Where `page`'s page buffers lie, back to back after its data: their offset and total
+/// length (`None` where that does not fit, which a checked footer rules out).
+fn page_buffers_span(page: &pb::Page) -> Option<(u64, usize)> {
+    let total = page
+        .buffer_sizes
+        .iter()
+        .try_fold(0u64, |sum, &size| sum.checked_add(size))?;
+    Some((
+        page.offset.checked_add(page.length)?,
+        usize::try_from(total).ok()?,
+    ))
 }
 
 /// The decompressor of `page` from its buffers (as read), each checked against its
