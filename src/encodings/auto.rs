@@ -798,6 +798,10 @@ impl AutoChooser {
     /// puts the runs back, which can cost more than it saves where runs are short, so it
     /// is weighed as a slower choice there. When the two estimates are within
     /// [`FILL_DOUBT`] of that, both are encoded on the same chunks and those sizes decide.
+    /// Where the fill's runs are long ([`LONG_RUN`] values on average) they decode faster
+    /// than the values would: with `min_gain` above 0 both are then encoded on the same
+    /// chunks whatever the estimates say, and the fill layer wins unless it is more than
+    /// `min_gain` larger there.
     pub fn choose(&self, values: &[u8]) -> Result<Choice> {
         let learned = |mut choice: Choice| -> Result<Choice> {
             self.learn_whole_page(values, &mut choice)?;
@@ -837,7 +841,12 @@ impl AutoChooser {
         };
         let fill_bytes = inner_bytes + (headers + fill.len()) as f64;
         let budget = whole_bytes * (1.0 - self.min_gain);
-        if fill_bytes > budget * FILL_DOUBT {
+        // Long runs decode faster as runs than as values, so where speed counts they are
+        // weighed on the same chunks however far apart the estimates are: a page mostly
+        // of the fill value is sampled mostly there, and the page's own estimate can miss
+        // its other values by 5x (a Zarr array's last chunk, padded with zeros).
+        let long_runs = super::fill::mean_run(values, &fill) >= LONG_RUN;
+        if fill_bytes > budget * FILL_DOUBT && !(long_runs && self.min_gain > 0.0) {
             return learned(whole);
         }
         let doubtful = inner.is_some() && fill_bytes * FILL_DOUBT > budget;
@@ -859,9 +868,10 @@ impl AutoChooser {
             let (whole_paired, fill_paired) = self.paired_bytes(values, &whole, &filled)?;
             // Putting runs back costs decode time where they are short; long runs are
             // values the inner encoding never decodes (the night hours of irradiance,
-            // 12 in a row, decode faster as runs), so there the smaller one wins.
-            let margin = if super::fill::mean_run(values, &fill) >= LONG_RUN {
-                0.0
+            // 12 in a row, decode faster as runs), so there the fill layer wins unless it
+            // is larger by more than `min_gain` (the smaller one, favouring size alone).
+            let margin = if long_runs {
+                -self.min_gain
             } else {
                 self.min_gain
             };
