@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::kernels::crc::crc32c;
 use crate::page::{
     build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, MAX_PAGE_BUFFERS,
-    RESERVE_EXPANSION,
+    RESERVE_EXPANSION, RESERVE_SLACK,
 };
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as pb;
@@ -408,7 +408,8 @@ impl<R: Source> FileReader<R> {
         let width = value_width(&data_type)?;
         let len = usize::try_from(rows.end - rows.start)
             .map_err(|_| Error::invalid("row range does not fit in memory"))?;
-        // Reserve what the pages can hold at RESERVE_EXPANSION times their size; beyond that (Zstd, or a lie)
+        // Reserve what the pages can hold at RESERVE_EXPANSION times their size and
+        // RESERVE_SLACK; beyond that (Zstd, or a lie)
         // the buffer grows only as chunks really decode.
         let stored: u64 = plans
             .iter()
@@ -418,7 +419,7 @@ impl<R: Source> FileReader<R> {
             usize::try_from(
                 stored
                     .saturating_mul(RESERVE_EXPANSION as u64)
-                    .saturating_add(64 * 1024),
+                    .saturating_add(RESERVE_SLACK as u64),
             )
             .unwrap_or(usize::MAX),
         );
