@@ -1464,14 +1464,27 @@ impl<'a> Chunk<'a> {
                 ints: bytes,
                 corrections,
             } => {
-                read_stream(
-                    bytes,
-                    n,
-                    self.bits,
-                    self.split,
-                    #[inline(always)]
-                    |block| ints.emit::<W, BINARY>(block, out),
-                );
+                if self.bits == 0 && n > 0 && !(self.delta == Deltas::Offset && self.reference != 0)
+                {
+                    // Every stored integer is 0 and moves no running sum (only an offset
+                    // would): one value, repeated. A constant chunk (a Zarr chunk's
+                    // padding of zeros) is then laid out at a fill's speed, not
+                    // converted value by value.
+                    let (first, rest) = out[..n * W].split_at_mut(W);
+                    ints.emit::<W, BINARY>(&[0], first);
+                    for slot in rest.chunks_exact_mut(W) {
+                        slot.copy_from_slice(first);
+                    }
+                } else {
+                    read_stream(
+                        bytes,
+                        n,
+                        self.bits,
+                        self.split,
+                        #[inline(always)]
+                        |block| ints.emit::<W, BINARY>(block, out),
+                    );
+                }
                 corrections
             }
             Stored::Binned {
@@ -2722,6 +2735,65 @@ mod tests {
                 bytes64(&values),
                 "{order2}"
             );
+        }
+    }
+
+    /// A chunk whose stored integers are all 0 (0 bits) decodes, in every mode, as the
+    /// step-by-step reference does: one value repeated where no running sum moves (the
+    /// decoder's shortcut), a progression where an offset moves it; its exceptions land.
+    #[test]
+    fn chunks_of_zero_bits_decode_in_every_mode() {
+        let n = 512usize;
+        let scale = Scale::decimal(2, 0);
+        for width in [4usize, 8] {
+            for (name, flags, reference, first) in [
+                ("packed", 0, 1234i64, None),
+                ("streams", FLAG_SPLIT, -56, None),
+                ("offset 0", FLAG_DELTA, 0, Some(777i64)),
+                ("offset 5", FLAG_DELTA, 5, Some(777)),
+                (
+                    "zigzag",
+                    FLAG_DELTA | FLAG_SPLIT | FLAG_ZIGZAG,
+                    0,
+                    Some(-300),
+                ),
+                (
+                    "zigzag 2",
+                    FLAG_DELTA | FLAG_SPLIT | FLAG_ZIGZAG | FLAG_ORDER2,
+                    0,
+                    Some(42),
+                ),
+            ] {
+                let exceptions: [(u16, u64); 2] = [(3, 0x8000_0000), (100, 0x7FC0_BEEF)];
+                let mut chunk = vec![2, 0, 0, flags];
+                chunk.extend_from_slice(&2u32.to_le_bytes());
+                chunk.extend_from_slice(&reference.to_le_bytes());
+                if let Some(first) = first {
+                    chunk.extend_from_slice(&first.to_le_bytes());
+                }
+                for (p, _) in exceptions {
+                    chunk.extend_from_slice(&p.to_le_bytes());
+                }
+                for (_, bits) in exceptions {
+                    chunk.extend_from_slice(&bits.to_le_bytes()[..width]);
+                }
+                let mut expected: Vec<u8> = (0..512i64)
+                    .flat_map(|i| {
+                        let int = first.map_or(reference, |f| f + (i + 1) * reference);
+                        let bits = Float { width }.decode(int, &scale);
+                        bits.to_le_bytes()[..width].to_vec()
+                    })
+                    .collect();
+                for (p, bits) in exceptions {
+                    let at = usize::from(p) * width;
+                    expected[at..at + width].copy_from_slice(&bits.to_le_bytes()[..width]);
+                }
+                assert_eq!(
+                    decode(width, &chunk, n).unwrap(),
+                    expected,
+                    "{name}, {width}-byte values"
+                );
+            }
         }
     }
 
