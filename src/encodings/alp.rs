@@ -584,6 +584,8 @@ pub struct AlpEncoder {
     /// Entropy-coded layout: the tables of the page being encoded (see
     /// [`MiniBlockCompressor::for_page`]); none until then.
     tables: PageTables,
+    /// How much larger binned integers may be than byte streams and still be picked.
+    bin_margin: f32,
 }
 
 /// With entropy coding, bit 7 of header byte 2 (the bits per integer): the integers are
@@ -613,6 +615,7 @@ impl AlpEncoder {
             shape,
             layout: IntLayout::Packed,
             tables: PageTables::default(),
+            bin_margin: entropy::BIN_MARGIN,
         })
     }
 
@@ -628,6 +631,16 @@ impl AlpEncoder {
     #[must_use]
     pub fn with_layout(self, layout: IntLayout) -> Self {
         Self { layout, ..self }
+    }
+
+    /// The same encoder picking binned integers up to `margin` larger by estimate than
+    /// byte streams (see [`EncoderOptions`](super::EncoderOptions)).
+    #[must_use]
+    pub(crate) fn with_bin_margin(self, margin: f32) -> Self {
+        Self {
+            bin_margin: margin,
+            ..self
+        }
     }
 
     /// Appends `values` of `bits` bits in this encoder's layout: bit-packed, in byte
@@ -671,10 +684,15 @@ impl AlpEncoder {
         let bits = u32::from(bits);
         let forms = forms.get_or_init(|| entropy::IntForms::count(values.iter().copied(), bits));
         if let Sink::Count(histograms) = sink {
-            forms.chosen_histograms(kind, may_bin.then_some(BIN_KIND), histograms);
+            forms.chosen_histograms(
+                kind,
+                may_bin.then_some(BIN_KIND),
+                self.bin_margin,
+                histograms,
+            );
             return false;
         }
-        let plan = forms.plan(&self.tables, may_bin);
+        let plan = forms.plan(&self.tables, may_bin, self.bin_margin);
         if plan.binned {
             forms
                 .encode_binned(values.iter().copied(), &plan, out)

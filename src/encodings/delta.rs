@@ -516,6 +516,8 @@ pub struct DeltaEncoder {
     tables: PageTables,
     /// Whether the differences are bit-packed (`delta`).
     packed: bool,
+    /// How much larger binned residuals may be than byte streams and still be picked.
+    bin_margin: f32,
 }
 
 impl DeltaEncoder {
@@ -528,7 +530,18 @@ impl DeltaEncoder {
             entropy_coded: false,
             tables: PageTables::default(),
             packed: false,
+            bin_margin: entropy::BIN_MARGIN,
         })
+    }
+
+    /// The same encoder picking binned residuals up to `margin` larger by estimate than
+    /// byte streams (see [`EncoderOptions`](super::EncoderOptions)).
+    #[must_use]
+    pub(crate) fn with_bin_margin(self, margin: f32) -> Self {
+        Self {
+            bin_margin: margin,
+            ..self
+        }
     }
 
     /// The same encoder with chunks of `chunk_values` values (a power of two up to
@@ -650,7 +663,7 @@ impl MiniBlockCompressor for DeltaEncoder {
             // coded.
             let words = residuals.chunks_exact(width).map(super::bitpacked::read);
             let forms = a.forms(width);
-            let plan = forms.plan(&self.tables, true);
+            let plan = forms.plan(&self.tables, true, self.bin_margin);
             if plan.binned {
                 out.push(order | ENTROPY_BIT | BINNED_BIT);
                 forms.encode_binned(words, &plan, out)?;
@@ -690,9 +703,12 @@ impl MiniBlockCompressor for DeltaEncoder {
             super::sample_chunks(values, width, self.shape.chunk_values, learn.chunks())?;
         let mut streams: Vec<KindHistogram> = Vec::new();
         for chunk in sample {
-            self.analysis(chunk)
-                .forms(width)
-                .chosen_histograms(0, Some(BINNED_KIND), &mut streams);
+            self.analysis(chunk).forms(width).chosen_histograms(
+                0,
+                Some(BINNED_KIND),
+                self.bin_margin,
+                &mut streams,
+            );
         }
         let tables = PageTables::from_streams(&streams, scale);
         if tables.is_empty() {

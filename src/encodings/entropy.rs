@@ -112,7 +112,10 @@ const WIDE_PER_SYMBOL: f32 = 1.0 / 200.0;
 /// are not constant, and still be picked: bins decode in one pass of one coded symbol a
 /// value, such streams in two passes or more, a coded symbol or a copied byte a value
 /// each, and then a pass that interleaves them.
-const BIN_MARGIN: f32 = 1.0 / 32.0;
+pub(crate) const BIN_MARGIN: f32 = BIN_MARGIN_1024 as f32 / 1024.0;
+
+/// [`BIN_MARGIN`] in 1/1024ths.
+pub(crate) const BIN_MARGIN_1024: u32 = 32;
 
 /// Whether the extra states of [`WIDE_LANES`] lanes in a table of `2^log` states cost
 /// little against `bytes`, a stream's share of its chunk, or against its `n` symbols.
@@ -1409,7 +1412,7 @@ impl IntForms {
     /// How to code these integers with `tables`: binned (when `may_bin` and that is
     /// smaller by estimate) or as byte streams, and whether in wide lanes (when their
     /// extra states cost little against the whole estimate).
-    pub(crate) fn plan<'a>(&self, tables: &'a PageTables, may_bin: bool) -> Plan<'a> {
+    pub(crate) fn plan<'a>(&self, tables: &'a PageTables, may_bin: bool, margin: f32) -> Plan<'a> {
         let mut choices = [Choice::default(); 8];
         let choice = |counts: &Histogram, own: &OnceCell<f32>| {
             let present = Present::of(counts);
@@ -1428,13 +1431,14 @@ impl IntForms {
         };
         let binned_len = bins.len() + (self.low_bits.div_ceil(8) as f32);
         // Bins are decoded in one pass of coded symbols, byte streams in one pass each
-        // (tANS or a copy) and then interleaved: bins are picked up to [`BIN_MARGIN`]
-        // larger than two or more streams that are not constant.
+        // (tANS or a copy) and then interleaved: bins are picked up to `margin`
+        // ([`BIN_MARGIN`], or more where `auto` trades size for speed) larger than two or
+        // more streams that are not constant.
         let varied = choices[..self.streams.len()]
             .iter()
             .filter(|c| c.k >= 2)
             .count();
-        let margin = if varied >= 2 { BIN_MARGIN } else { 0.0 };
+        let margin = if varied >= 2 { margin } else { 0.0 };
         let binned = may_bin && binned_len < streams * (1.0 + margin);
         let (len, coded) = if binned {
             (binned_len, 1)
@@ -1476,8 +1480,8 @@ impl IntForms {
     }
 
     /// Whether bins are smaller than byte streams, by estimate, with `tables`.
-    fn binned_is_smaller(&self, tables: &PageTables) -> bool {
-        self.plan(tables, true).binned
+    fn binned_is_smaller(&self, tables: &PageTables, margin: f32) -> bool {
+        self.plan(tables, true, margin).binned
     }
 
     /// Appends the histograms of the form the integers take without page tables (bins
@@ -1487,10 +1491,11 @@ impl IntForms {
         &self,
         stream_kind: usize,
         bin_kind: Option<usize>,
+        margin: f32,
         out: &mut Vec<KindHistogram>,
     ) {
         match bin_kind {
-            Some(kind) if self.binned_is_smaller(&PageTables::default()) => {
+            Some(kind) if self.binned_is_smaller(&PageTables::default(), margin) => {
                 out.push((kind, self.bins));
             }
             _ => out.extend(
@@ -2264,7 +2269,7 @@ mod tests {
                     .collect();
                 let forms = IntForms::count(values.iter().copied(), bits);
                 let tables = PageTables::default();
-                let plan = forms.plan(&tables, true);
+                let plan = forms.plan(&tables, true, BIN_MARGIN);
                 let streams: Vec<Vec<u8>> = (0..bits.div_ceil(8))
                     .map(|j| values.iter().map(|v| (v >> (8 * j)) as u8).collect())
                     .collect();

@@ -990,12 +990,15 @@ impl Encoding {
             Box::new(
                 AlpEncoder::try_new(bits)?
                     .with_chunk_values(chunk_values)?
-                    .with_layout(layout),
+                    .with_layout(layout)
+                    .with_bin_margin(options.bin_margin()),
             )
         } else if self == Encoding::AlpRd {
             Box::new(AlpRdEncoder::try_new(bits)?.with_chunk_values(chunk_values)?)
         } else if self.is_delta() {
-            let delta = DeltaEncoder::try_new(bits)?.with_chunk_values(chunk_values)?;
+            let delta = DeltaEncoder::try_new(bits)?
+                .with_chunk_values(chunk_values)?
+                .with_bin_margin(options.bin_margin());
             Box::new(match self {
                 Encoding::DeltaAns => delta.entropy_coded(),
                 Encoding::Delta => delta.bit_packed(),
@@ -1119,6 +1122,10 @@ impl FromStr for Encoding {
 pub struct EncoderOptions {
     chunk_values: Option<usize>,
     zstd_level: i32,
+    /// In 1/1024ths: how much larger by estimate binned integers may be than byte
+    /// streams and still be picked ([`entropy::BIN_MARGIN`] unless `auto` trades size
+    /// for speed).
+    bin_margin: u32,
 }
 
 impl Default for EncoderOptions {
@@ -1126,6 +1133,7 @@ impl Default for EncoderOptions {
         Self {
             chunk_values: None,
             zstd_level: DEFAULT_ZSTD_LEVEL,
+            bin_margin: entropy::BIN_MARGIN_1024,
         }
     }
 }
@@ -1159,6 +1167,21 @@ impl EncoderOptions {
     /// The Zstd level.
     pub fn zstd_level(&self) -> i32 {
         self.zstd_level
+    }
+
+    /// Binned integers picked up to `share` (a fraction) larger by estimate than byte
+    /// streams, which decode slower, on top of [`entropy::BIN_MARGIN`]: what `auto` gives
+    /// up for speed.
+    #[must_use]
+    pub(crate) fn with_bin_margin_above(mut self, share: f64) -> Self {
+        // A fraction below 1 in 1/1024ths.
+        self.bin_margin = entropy::BIN_MARGIN_1024 + (share.clamp(0.0, 1.0) * 1024.0) as u32;
+        self
+    }
+
+    /// The margin of [`with_bin_margin_above`](Self::with_bin_margin_above), a fraction.
+    pub(crate) fn bin_margin(&self) -> f32 {
+        self.bin_margin as f32 / 1024.0
     }
 
     /// The chunk size, in values, for values of `width` bytes.
