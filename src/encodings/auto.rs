@@ -65,8 +65,8 @@
 //!   binned (one coded symbol a value, decoded in one pass) rather than as byte streams
 //!   (a coded symbol a byte, several passes) when bins are at most `min_gain` larger by
 //!   estimate, on top of the margin they always have: the two trades compound, so the
-//!   default gives up a little over 3% at most (SLP in 4 KiB chunks: 3.8% more bytes, decoded 2.9x
-//!   as fast);
+//!   default can give up a little over 3% (SLP in 4 KiB chunks: 3.8% more bytes,
+//!   decoded 2.9x as fast);
 //! - whole chunks a trial encoded with the encoding finally picked are reused by the page
 //!   encoder, not encoded twice; and what candidates derive from a chunk before storing
 //!   it (ALP's scale, integers and exceptions, shared by `alp+zstd` and `alp+ans`;
