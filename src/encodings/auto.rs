@@ -855,8 +855,11 @@ impl AutoChooser {
         // weighed on the same chunks however far apart the estimates are: a page mostly
         // of the fill value is sampled mostly there, and the page's own estimate can miss
         // its other values by 5x (a Zarr array's last chunk, padded with zeros).
-        let long_runs = super::fill::mean_run(values, &fill) >= LONG_RUN;
-        if fill_bytes > budget * FILL_DOUBT && !(long_runs && self.min_gain > 0.0) {
+        // (A pass over the page: made only where it is asked, once.)
+        let long_runs = std::cell::OnceCell::new();
+        let long_runs =
+            || *long_runs.get_or_init(|| super::fill::mean_run(values, &fill) >= LONG_RUN);
+        if fill_bytes > budget * FILL_DOUBT && !(self.min_gain > 0.0 && long_runs()) {
             return learned(whole);
         }
         let doubtful = inner.is_some() && fill_bytes * FILL_DOUBT > budget;
@@ -880,7 +883,7 @@ impl AutoChooser {
             // values the inner encoding never decodes (the night hours of irradiance,
             // 12 in a row, decode faster as runs), so there the fill layer wins unless it
             // is larger by more than `min_gain` (the smaller one, favouring size alone).
-            let margin = if long_runs {
+            let margin = if long_runs() {
                 -self.min_gain
             } else {
                 self.min_gain

@@ -21,8 +21,8 @@ use crate::encodings::{
 use crate::error::{Error, Result};
 use crate::kernels::crc::crc32c;
 use crate::page::{
-    build_array, value_width, ChunkTableFormat, PageDecoder, PageLayout, MAX_PAGE_BUFFERS,
-    RESERVE_EXPANSION, RESERVE_SLACK,
+    build_array, output_reserve, value_width, ChunkTableFormat, PageDecoder, PageLayout,
+    MAX_PAGE_BUFFERS,
 };
 use crate::proto::encodings::ArrayEncoding;
 use crate::proto::file as pb;
@@ -408,21 +408,13 @@ impl<R: Source> FileReader<R> {
         let width = value_width(&data_type)?;
         let len = usize::try_from(rows.end - rows.start)
             .map_err(|_| Error::invalid("row range does not fit in memory"))?;
-        // Reserve what the pages can hold at RESERVE_EXPANSION times their size and
-        // RESERVE_SLACK; beyond that (Zstd, or a lie)
-        // the buffer grows only as chunks really decode.
+        // As a page decoder reserves for its pages: beyond that (Zstd, or a lie) the
+        // buffer grows only as chunks really decode.
         let stored: u64 = plans
             .iter()
             .map(|(index, _)| self.meta.footer.columns[column].pages[*index].length)
             .sum();
-        let reserve = checked_len(len, width)?.min(
-            usize::try_from(
-                stored
-                    .saturating_mul(RESERVE_EXPANSION as u64)
-                    .saturating_add(RESERVE_SLACK as u64),
-            )
-            .unwrap_or(usize::MAX),
-        );
+        let reserve = output_reserve(checked_len(len, width)?, stored);
         let mut values = MutableBuffer::new(reserve);
         let mut validity = field
             .is_nullable()

@@ -29,7 +29,18 @@ pub(crate) const RESERVE_EXPANSION: usize = 8;
 /// of up to 1 MiB of values decodes into one allocation however far it compresses. With
 /// 64 KiB, a 1 MiB Zarr chunk of 8,760 values padded with zeros (ratio 565) grew its
 /// output four times, copies and zeroing that took 40% of its decoding.
-pub(crate) const RESERVE_SLACK: usize = 1 << 20;
+const RESERVE_SLACK: usize = 1 << 20;
+
+/// Bytes to reserve up front for `len` bytes of values decoded from `stored` bytes: all
+/// of them, unless that is more than [`RESERVE_EXPANSION`] times `stored` plus
+/// [`RESERVE_SLACK`] (compressible data, or a lie), in which case the buffer grows only
+/// as chunks really decode.
+pub(crate) fn output_reserve(len: usize, stored: u64) -> usize {
+    let bound = stored
+        .saturating_mul(RESERVE_EXPANSION as u64)
+        .saturating_add(RESERVE_SLACK as u64);
+    len.min(usize::try_from(bound).unwrap_or(usize::MAX))
+}
 
 /// Decodes one page: whole, chunk by chunk, or a row range touching only the chunks it
 /// overlaps.
@@ -258,17 +269,11 @@ impl<'a> PageDecoder<'a> {
             .any(|c| c.has_validity)
     }
 
-    /// Bytes to reserve for decoding `rows`: all of them, unless the chunks claim to
-    /// expand more than [`RESERVE_EXPANSION`] times (compressible data, or a lie), in which
-    /// case the buffer grows only as chunks really decode.
+    /// Bytes to reserve for decoding `rows` ([`output_reserve`]).
     pub(crate) fn reserve_for(&self, rows: Range<usize>) -> Result<usize> {
         let len = checked_len(self.check_rows(&rows)?, self.width)?;
         let stored = self.layout.byte_range(self.chunks_for_rows(rows)).len();
-        Ok(len.min(
-            stored
-                .saturating_mul(RESERVE_EXPANSION)
-                .saturating_add(RESERVE_SLACK),
-        ))
+        Ok(output_reserve(len, stored as u64))
     }
 
     /// Decodes rows `rows` and appends their values to `values` (values under nulls as

@@ -49,7 +49,7 @@ mod encoder;
 mod layout;
 
 pub use decoder::PageDecoder;
-pub(crate) use decoder::{build_array, RESERVE_EXPANSION, RESERVE_SLACK};
+pub(crate) use decoder::{build_array, output_reserve};
 pub(crate) use encoder::value_bytes;
 pub use encoder::{encode_page, PageEncoder};
 pub use layout::PageLayout;
