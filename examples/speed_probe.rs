@@ -35,6 +35,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect()
     };
     let pages = encode()?;
+    if std::env::var_os("SPEED_PROBE_DESCRIBE").is_some() {
+        for p in &pages {
+            eprintln!("{}", miniblock::encodings::describe(&p.encoding));
+        }
+    }
     let mut out = vec![0u8; bytes.len()];
     let pages: common::Pages = pages
         .into_iter()

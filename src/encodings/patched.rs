@@ -334,31 +334,62 @@ pub(crate) fn read_into(
         Some(false) => return Err(misplaced(n)),
         None => {}
     }
-    let mut patches = layout.patches(n, width);
-    let v = block_values(width);
+    match width {
+        1 => read_portable::<1>(&layout, n, out),
+        2 => read_portable::<2>(&layout, n, out),
+        4 => read_portable::<4>(&layout, n, out),
+        8 => read_portable::<8>(&layout, n, out),
+        _ => Err(Error::invalid(format!("patched blocks of {width}-byte integers"))),
+    }?;
+    Ok(false)
+}
+
+/// [`read_into`] without a vector kernel, at a width known when compiled: each
+/// integer's bits are one unaligned 8-byte load, a shift and a mask (where the block has
+/// 8 bytes to spare past its last integer's first byte and the width is at most 57 bits;
+/// else bit by bit), and a store of exactly `W` bytes.
+fn read_portable<const W: usize>(layout: &Layout<'_>, n: usize, out: &mut [u8]) -> Result<()> {
+    let v = block_values(W);
+    let blocks = layout.blocks;
     let mut at = 0;
     for (k, &h) in layout.headers.iter().enumerate() {
-        let b = (usize::from(h) % stride(width)) as u8;
+        let b = (usize::from(h) % stride(W)) as u32;
         let len = v.min(n - k * v);
-        let block = &layout.blocks[at..at + packed_len(len, b)];
-        at += block.len();
-        for (i, value) in out[k * v * width..(k * v + len) * width]
-            .chunks_exact_mut(width)
-            .enumerate()
-        {
-            let r = bits_at(block, i * usize::from(b), u32::from(b));
-            value.copy_from_slice(&r.to_le_bytes()[..width]);
+        let bytes = packed_len(len, b as u8);
+        let mask = low_mask(b);
+        let values = out[k * v * W..(k * v + len) * W].chunks_exact_mut(W);
+        match blocks.get(at..at + bytes + 8) {
+            Some(block) if b <= 57 => {
+                for (i, value) in values.enumerate() {
+                    let pos = i * b as usize;
+                    let word = u64::from_le_bytes(
+                        block[pos / 8..pos / 8 + 8].try_into().expect("8 bytes"),
+                    );
+                    value.copy_from_slice(&((word >> (pos % 8)) & mask).to_le_bytes()[..W]);
+                }
+            }
+            _ => {
+                let block = &blocks[at..at + bytes];
+                for (i, value) in values.enumerate() {
+                    let r = bits_at(block, i * b as usize, b);
+                    value.copy_from_slice(&r.to_le_bytes()[..W]);
+                }
+            }
         }
+        at += bytes;
     }
+    let mut patches = layout.patches(n, W);
     for (p, high) in patches.by_ref() {
-        let value = &mut out[p * width..(p + 1) * width];
-        let r = super::bitpacked::read(value) | high;
-        value.copy_from_slice(&r.to_le_bytes()[..width]);
+        let value: &mut [u8; W] = (&mut out[p * W..(p + 1) * W]).try_into().expect("W bytes");
+        let mut word = [0u8; 8];
+        word[..W].copy_from_slice(value);
+        let r = u64::from_le_bytes(word) | high;
+        value.copy_from_slice(&r.to_le_bytes()[..W]);
     }
     if patches.bad {
         return Err(misplaced(n));
     }
-    Ok(false)
+    Ok(())
 }
 
 /// The error of a patch whose lane is out of order or past its block's end.
