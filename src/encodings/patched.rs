@@ -180,57 +180,6 @@ fn bits_at(bytes: &[u8], pos: usize, bits: u32) -> u64 {
     ((u128::from_le_bytes(word) >> (pos % 8)) as u64) & low_mask(bits)
 }
 
-/// A body's patches read in order: each one's position and the bits it sets (above its
-/// block's width). A lane out of order or past its block's end is not given: it marks
-/// the reader `bad`, for the caller to refuse the body once all are read.
-struct Patches<'a> {
-    headers: &'a [u8],
-    stream: &'a [u8],
-    n: usize,
-    width: usize,
-    /// The block whose patches come next, the next block to look at, and how many of
-    /// its patches are left.
-    block: usize,
-    next_block: usize,
-    left: usize,
-    /// The width of `block`, and the lane of its last patch read.
-    bits: u32,
-    last: Option<usize>,
-    pos: usize,
-    bad: bool,
-}
-
-impl Iterator for Patches<'_> {
-    type Item = (usize, u64);
-
-    fn next(&mut self) -> Option<(usize, u64)> {
-        let stride = stride(self.width);
-        loop {
-            while self.left == 0 {
-                let found = self.headers.get(self.next_block..)?;
-                let k = self.next_block + found.iter().position(|&h| usize::from(h) >= stride)?;
-                let h = usize::from(self.headers[k]);
-                (self.block, self.next_block) = (k, k + 1);
-                (self.left, self.bits, self.last) = (h / stride, (h % stride) as u32, None);
-            }
-            self.left -= 1;
-            let lane_bits = lane_bits(self.width);
-            // Checked by `parse`: a block with patches has under `8W` bits.
-            let high_bits = 8 * self.width as u32 - self.bits;
-            let lane = bits_at(self.stream, self.pos, lane_bits) as usize;
-            let high = bits_at(self.stream, self.pos + lane_bits as usize, high_bits);
-            self.pos += (lane_bits + high_bits) as usize;
-            let p = self.block * block_values(self.width) + lane;
-            if self.last.is_some_and(|q| lane <= q) || p >= self.n {
-                self.bad = true;
-                continue;
-            }
-            self.last = Some(lane);
-            return Some((p, high << self.bits));
-        }
-    }
-}
-
 /// The parts of a body, its layout checked whole (every header, every patch's lane, the
 /// length of every part) before any integer is read.
 struct Layout<'a> {
@@ -283,23 +232,6 @@ impl<'a> Layout<'a> {
             patches,
         })
     }
-
-    /// A reader of the patches, in order.
-    fn patches(&self, n: usize, width: usize) -> Patches<'a> {
-        Patches {
-            headers: self.headers,
-            stream: self.patches,
-            n,
-            width,
-            block: 0,
-            next_block: 0,
-            left: 0,
-            bits: 0,
-            last: None,
-            pos: 0,
-            bad: false,
-        }
-    }
 }
 
 /// Writes the `n` integers of the body `body` (integers of `width` bytes: 1, 2, 4 or 8)
@@ -339,7 +271,9 @@ pub(crate) fn read_into(
         2 => read_portable::<2>(&layout, n, out),
         4 => read_portable::<4>(&layout, n, out),
         8 => read_portable::<8>(&layout, n, out),
-        _ => Err(Error::invalid(format!("patched blocks of {width}-byte integers"))),
+        _ => Err(Error::invalid(format!(
+            "patched blocks of {width}-byte integers"
+        ))),
     }?;
     Ok(false)
 }
@@ -347,20 +281,25 @@ pub(crate) fn read_into(
 /// [`read_into`] without a vector kernel, at a width known when compiled: each
 /// integer's bits are one unaligned 8-byte load, a shift and a mask (where the block has
 /// 8 bytes to spare past its last integer's first byte and the width is at most 57 bits;
-/// else bit by bit), and a store of exactly `W` bytes.
+/// else bit by bit), and a store of exactly `W` bytes; a block's patches are read and
+/// OR-ed in right after it, each lane and its high bits in one read where they fit.
 fn read_portable<const W: usize>(layout: &Layout<'_>, n: usize, out: &mut [u8]) -> Result<()> {
     let v = block_values(W);
+    let lane_bits = lane_bits(W);
     let blocks = layout.blocks;
-    let mut at = 0;
+    let (mut at, mut patch_pos) = (0, 0);
     for (k, &h) in layout.headers.iter().enumerate() {
-        let b = (usize::from(h) % stride(W)) as u32;
+        let (b, count) = (
+            (usize::from(h) % stride(W)) as u32,
+            usize::from(h) / stride(W),
+        );
         let len = v.min(n - k * v);
         let bytes = packed_len(len, b as u8);
         let mask = low_mask(b);
-        let values = out[k * v * W..(k * v + len) * W].chunks_exact_mut(W);
+        let out = &mut out[k * v * W..(k * v + len) * W];
         match blocks.get(at..at + bytes + 8) {
             Some(block) if b <= 57 => {
-                for (i, value) in values.enumerate() {
+                for (i, value) in out.chunks_exact_mut(W).enumerate() {
                     let pos = i * b as usize;
                     let word = u64::from_le_bytes(
                         block[pos / 8..pos / 8 + 8].try_into().expect("8 bytes"),
@@ -370,24 +309,39 @@ fn read_portable<const W: usize>(layout: &Layout<'_>, n: usize, out: &mut [u8]) 
             }
             _ => {
                 let block = &blocks[at..at + bytes];
-                for (i, value) in values.enumerate() {
+                for (i, value) in out.chunks_exact_mut(W).enumerate() {
                     let r = bits_at(block, i * b as usize, b);
                     value.copy_from_slice(&r.to_le_bytes()[..W]);
                 }
             }
         }
         at += bytes;
-    }
-    let mut patches = layout.patches(n, W);
-    for (p, high) in patches.by_ref() {
-        let value: &mut [u8; W] = (&mut out[p * W..(p + 1) * W]).try_into().expect("W bytes");
-        let mut word = [0u8; 8];
-        word[..W].copy_from_slice(value);
-        let r = u64::from_le_bytes(word) | high;
-        value.copy_from_slice(&r.to_le_bytes()[..W]);
-    }
-    if patches.bad {
-        return Err(misplaced(n));
+        // Checked by `parse`: a block with patches has under `8W` bits.
+        let high_bits = 8 * W as u32 - b;
+        let mut next_lane = 0;
+        for _ in 0..count {
+            let (lane, high) = if lane_bits + high_bits <= 57 {
+                let word = bits_at(layout.patches, patch_pos, lane_bits + high_bits);
+                (word & low_mask(lane_bits), word >> lane_bits)
+            } else {
+                let lane = bits_at(layout.patches, patch_pos, lane_bits);
+                let high = bits_at(layout.patches, patch_pos + lane_bits as usize, high_bits);
+                (lane, high)
+            };
+            patch_pos += (lane_bits + high_bits) as usize;
+            let lane = lane as usize;
+            if lane < next_lane || lane >= len {
+                return Err(misplaced(n));
+            }
+            next_lane = lane + 1;
+            let value: &mut [u8; W] = (&mut out[lane * W..(lane + 1) * W])
+                .try_into()
+                .expect("W bytes");
+            let mut word = [0u8; 8];
+            word[..W].copy_from_slice(value);
+            let r = u64::from_le_bytes(word) | high << b;
+            value.copy_from_slice(&r.to_le_bytes()[..W]);
+        }
     }
     Ok(())
 }
