@@ -945,7 +945,7 @@ impl AlpEncoder {
     /// What a chunk of `n` values becomes in this encoder's layout before it is stored;
     /// `None` when it is stored plain.
     fn analyse(&self, values: &[u8], n: usize) -> Option<Analysis> {
-        kernels::with_avx512(
+        kernels::with_wide_vectors(
             #[inline(always)]
             || self.analyse_here(values, n),
         )
@@ -1444,7 +1444,7 @@ impl<'a> Chunk<'a> {
     /// decoded here, and may turn out corrupt here (with `out` partly written).
     fn decode(self, n: usize, float: Float, out: &mut [u8]) -> Result<()> {
         // A binary scale divides by 1.0, which changes no value: skipping it is exact.
-        kernels::with_avx512(
+        kernels::with_wide_vectors(
             #[inline(always)]
             || match (float.width, self.scale.binary) {
                 (8, false) => self.decode_width::<8, false>(n, out),
@@ -1476,7 +1476,7 @@ impl<'a> Chunk<'a> {
         };
         // Closures marked to inline, and the bins read in this loop rather than through a
         // sink, so that the loops compile under the caller's target features
-        // (`kernels::with_avx512`), not as baseline functions of their own.
+        // (`kernels::with_wide_vectors`), not as baseline functions of their own.
         let corrections = match self.stored {
             Stored::Bytes {
                 ints: bytes,
@@ -2048,7 +2048,7 @@ mod tests {
     }
 
     /// `analyse` and `Chunk::decode` run compiled for AVX-512 where the CPU has it
-    /// (`kernels::with_avx512`); the same code built for the baseline (`analyse_here` and
+    /// (`kernels::with_wide_vectors`); the same code built for the baseline (`analyse_here` and
     /// `decode_width` called directly) must agree with them field for field and bit for
     /// bit, on chunks of every file of the bundled sample, bit-packed and in byte streams.
     #[test]

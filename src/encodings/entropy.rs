@@ -1718,7 +1718,7 @@ impl<'a> Unbinner<'a> {
 pub(crate) fn low_bytes(symbols: &[u8], bits: u32) -> usize {
     let lead = bin_lead(bits);
     let first = 2u8 << lead;
-    kernels::with_avx512(
+    kernels::with_wide_vectors(
         #[inline(always)]
         || {
             let total: u64 = symbols

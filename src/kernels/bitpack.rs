@@ -40,7 +40,7 @@ pub(crate) fn pack(values: &[u64], bits: u8, out: &mut Vec<u8>) {
 
 /// Unpacks `n` values of `bits` bits from `packed` (exactly [`packed_len`] bytes), handing
 /// them to `sink` a block of up to 64 at a time, in order. Inlined, so that `sink`
-/// compiles under its caller's target features (ALP's `kernels::with_avx512`).
+/// compiles under its caller's target features (ALP's `kernels::with_wide_vectors`).
 #[allow(clippy::inline_always)]
 #[inline(always)]
 pub(crate) fn unpack(packed: &[u8], n: usize, bits: u8, mut sink: impl FnMut(&[u64])) {

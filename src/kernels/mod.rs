@@ -28,9 +28,9 @@
 //! which runs a closure compiled for BMI1/BMI2 where the CPU has them, so that the
 //! entropy decoder's bit readers, which shift and mask by counts read from a table, take
 //! one instruction for each (`shrx`, `bzhi`) instead of a sequence through `cl`; and
-//! [`with_avx512`], which runs a closure compiled for AVX-512, so that the loops the
-//! compiler vectorises in it (ALP's analysis of a chunk and its decoding) take eight
-//! 64-bit lanes a step instead of two.
+//! [`with_wide_vectors`], which runs a closure compiled for AVX-512, or for AVX2 on CPUs
+//! without it, so that the loops the compiler vectorises in it (ALP's analysis of a chunk
+//! and its decoding) take eight (or four) 64-bit lanes a step instead of two.
 
 #[macro_use]
 mod blocks;
@@ -126,20 +126,40 @@ fn has_bmi2() -> bool {
 }
 
 /// Runs `f`, compiled for AVX-512 (F, DQ, BW, VL), AVX2, BMI1 and BMI2 where the CPU has
-/// them all (x86_64; elsewhere, and on other CPUs, as it is). The loops `f` inlines are
-/// the same code either way: only the instructions the compiler may choose differ, so
-/// the results are the same bit for bit (no contraction into fused multiply-adds).
+/// them all, else for AVX2, BMI1 and BMI2 where it has those (x86_64; elsewhere, and on
+/// other CPUs, as it is). The loops `f` inlines are the same code either way: only the
+/// instructions the compiler may choose differ, so the results are the same bit for bit
+/// (no contraction into fused multiply-adds: FMA is not enabled).
 #[inline]
-pub(crate) fn with_avx512<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        // SAFETY: `x86::with_avx512` requires these features, all detected.
-        return unsafe { x86::with_avx512(f) };
+    {
+        if has_avx512() {
+            // SAFETY: `x86::with_avx512` requires these features, all detected.
+            return unsafe { x86::with_avx512(f) };
+        }
+        if has_avx2_bmi2() {
+            // SAFETY: `x86::with_avx2` requires AVX2, BMI1 and BMI2, all detected.
+            return unsafe { x86::with_avx2(f) };
+        }
     }
     f()
 }
 
-/// Whether the CPU has every feature [`with_avx512`] compiles for (asked once per
+/// Whether the CPU has AVX2, BMI1 and BMI2, and the level allows AVX2 (asked once per
+/// process).
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_bmi2() -> bool {
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| {
+        allows(CpuLevel::Avx2)
+            && std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+    })
+}
+
+/// Whether the CPU has every feature [`with_wide_vectors`] compiles for (asked once per
 /// process: callers ask per chunk).
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn has_avx512() -> bool {
