@@ -666,6 +666,8 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             {
                 assert!(!has_bmi2());
+                assert!(!has_avx2_bmi2());
+                assert!(!unpack::has_avx2_blocks());
                 assert!(sums::levels().is_empty());
             }
             assert!(matches!(selected_name(), "scalar" | "ssse3"));

@@ -1,5 +1,6 @@
 //! Bit-packed offsets back to integers of 1 to 8 bytes, a vector at a time (x86_64
-//! AVX-512 VBMI): the vector form of [`bitpack::unpack`](super::bitpack::unpack) with the
+//! AVX-512 VBMI; for `delta`'s patched blocks of 4-byte integers also AVX2,
+//! [`blocks4_avx2`]): the vector form of [`bitpack::unpack`](super::bitpack::unpack) with the
 //! frame of reference of `encodings::bitpacked` applied in the same registers, and for
 //! `delta` the running sums of the differences too.
 //!
@@ -668,6 +669,143 @@ fn patch_lanes(
     (spread, ok)
 }
 
+/// Whether this CPU has [`blocks4_avx2`]'s kernel (AVX2), checked once.
+pub(crate) fn has_avx2_blocks() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *HAS.get_or_init(|| {
+            super::allows(super::CpuLevel::Avx2) && std::is_x86_feature_detected!("avx2")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Writes the low bits of every block of sixteen 4-byte integers of patched blocks
+/// (`encodings::patched`; `headers`, `packed` as for [`unpack_blocks`]) into `out`, eight
+/// integers a vector (AVX2) where a block is whole, at most 25 bits wide and followed by
+/// 64 bytes of `packed` at least, one at a time elsewhere; the patches are the caller's.
+/// Returns false, writing nothing, without AVX2 or when the arguments do not fit
+/// (`headers` not one a block, `packed` of another length, `out` shorter than `n`
+/// integers).
+///
+/// Eight integers of `b` bits take exactly `b` bytes, so each half of a block starts on
+/// a byte: one 16-byte load from the half's start (integers 0 to 3) and one from its
+/// byte `4b / 8` (integers 4 to 7) make a vector whose byte shuffle (the same for every
+/// block of that width) brings each integer's 4 bytes into its lane, and one variable
+/// shift drops the bits before it.
+pub(crate) fn blocks4_avx2(headers: &[u8], packed: &[u8], n: usize, out: &mut [u8]) -> bool {
+    if !has_avx2_blocks() || headers.len() != n.div_ceil(16) || out.len() < 4 * n {
+        return false;
+    }
+    if blocks_len(headers, n) != packed.len() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the CPU has AVX2 (`has_avx2_blocks`); `packed` holds exactly the blocks
+        // and `out` at least `n` integers, checked just above.
+        unsafe { blocks4_avx2_loop(headers, packed, n, out) };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Each width's byte shuffle and shifts for [`blocks4_avx2_loop`] (0 to 25 bits): lane
+/// `j` of 128-bit half `h` holds integer `4h + j`, the upper half loaded from byte
+/// `4b / 8` of the group.
+#[cfg(target_arch = "x86_64")]
+fn avx2_block_layouts() -> &'static [([u8; 32], [u32; 8])] {
+    static LAYOUTS: std::sync::OnceLock<Vec<([u8; 32], [u32; 8])>> = std::sync::OnceLock::new();
+    LAYOUTS.get_or_init(|| {
+        (0..=25usize)
+            .map(|b| {
+                let (mut index, mut shifts) = ([0u8; 32], [0u32; 8]);
+                for i in 0..8 {
+                    let half = i / 4;
+                    let start = i * b - half * 8 * (4 * b / 8);
+                    for k in 0..4 {
+                        // At most (3 * 25 + 4) / 8 + 3 = 12: within the half's 16 bytes.
+                        index[16 * half + 4 * (i % 4) + k] = (start / 8 + k) as u8;
+                    }
+                    shifts[i] = (start % 8) as u32;
+                }
+                (index, shifts)
+            })
+            .collect()
+    })
+}
+
+/// [`blocks4_avx2`]'s loop.
+///
+/// # Safety
+/// The CPU must have AVX2; `headers` holds one header for each block of sixteen of the
+/// `n` integers, `packed` exactly their blocks, and `out` at least `4 * n` bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(
+    clippy::cast_possible_wrap,
+    clippy::cast_possible_truncation,
+    clippy::cast_ptr_alignment
+)]
+unsafe fn blocks4_avx2_loop(headers: &[u8], packed: &[u8], n: usize, out: &mut [u8]) {
+    use core::arch::x86_64::{
+        __m128i, __m256i, _mm256_and_si256, _mm256_loadu2_m128i, _mm256_loadu_si256,
+        _mm256_set1_epi32, _mm256_shuffle_epi8, _mm256_srlv_epi32, _mm256_storeu_si256,
+    };
+    let layouts = avx2_block_layouts();
+    let mut at = 0;
+    for (k, &h) in headers.iter().enumerate() {
+        let b = usize::from(header_width(h));
+        let len = 16.min(n - 16 * k);
+        let bytes = packed_len(len, b as u8);
+        let out = &mut out[64 * k..64 * k + 4 * len];
+        if len == 16 && b <= 25 && at + 64 <= packed.len() {
+            let (index, shifts) = &layouts[b];
+            // SAFETY: `index` and `shifts` hold 32 bytes each.
+            let (index, shifts) = unsafe {
+                (
+                    _mm256_loadu_si256(index.as_ptr().cast::<__m256i>()),
+                    _mm256_loadu_si256(shifts.as_ptr().cast::<__m256i>()),
+                )
+            };
+            let mask = _mm256_set1_epi32(((1u64 << b) - 1) as i32);
+            for group in 0..2 {
+                let from = at + group * b;
+                // SAFETY: the loads end by `from + 4b / 8 + 16 <= at + 2b + 16`, under
+                // `at + 64`, within `packed` (checked); the store writes 32 of the
+                // block's 64 bytes of `out`.
+                unsafe {
+                    let low = packed.as_ptr().add(from).cast::<__m128i>();
+                    let high = packed.as_ptr().add(from + 4 * b / 8).cast::<__m128i>();
+                    let v = _mm256_shuffle_epi8(_mm256_loadu2_m128i(high, low), index);
+                    let v = _mm256_and_si256(_mm256_srlv_epi32(v, shifts), mask);
+                    _mm256_storeu_si256(out.as_mut_ptr().add(32 * group).cast::<__m256i>(), v);
+                }
+            }
+        } else {
+            let block = &packed[at..at + bytes];
+            let mask = (1u64 << b) - 1;
+            for (i, value) in out.chunks_exact_mut(4).enumerate() {
+                let pos = i * b;
+                let mut word = [0u8; 8];
+                let from = (pos / 8).min(block.len());
+                let take = (block.len() - from).min(8);
+                word[..take].copy_from_slice(&block[from..from + take]);
+                let r = (u64::from_le_bytes(word) >> (pos % 8)) & mask;
+                value.copy_from_slice(&(r as u32).to_le_bytes());
+            }
+        }
+        at += bytes;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -766,6 +904,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The AVX2 block kernel writes every block's low bits as the scalar unpacking does:
+    /// every width (0 to 32, past the vector path's 25), blocks whole and short, near
+    /// the end of the blocks and far from it, headers with patch counts; nothing past
+    /// the integers is written.
+    #[test]
+    fn avx2_blocks_match_the_scalar_unpacking() {
+        if !has_avx2_blocks() {
+            eprintln!("SKIPPED: no AVX2 on this CPU; the AVX2 block kernel is not run");
+            return;
+        }
+        let mut x = 0x0DDB_1A5E_5BAD_5EEDu64;
+        for n in (0..=70usize).chain([127, 1000, 1024]) {
+            for pattern in 0..=33u64 {
+                let (mut headers, mut packed, mut want) = (Vec::new(), Vec::new(), Vec::new());
+                for k in 0..n.div_ceil(16) {
+                    let b = if pattern == 33 {
+                        (next(&mut x) % 33) as u8
+                    } else {
+                        ((pattern + k as u64) % 33) as u8
+                    };
+                    let len = (n - 16 * k).min(16);
+                    let mask = if b == 0 { 0 } else { u64::MAX >> (64 - b) };
+                    let block: Vec<u64> = (0..len).map(|_| next(&mut x) & mask).collect();
+                    bitpack::pack(&block, b, &mut packed);
+                    want.extend(block.iter().flat_map(|&v| (v as u32).to_le_bytes()));
+                    let patches = if b < 32 { (k % 3) as u8 } else { 0 };
+                    headers.push(b + 33 * patches);
+                }
+                let mut out = vec![0xA5u8; 4 * n + 70];
+                assert!(
+                    blocks4_avx2(&headers, &packed, n, &mut out),
+                    "{n} {pattern}"
+                );
+                assert_eq!(out[..4 * n], want, "{n} {pattern}");
+                assert!(out[4 * n..].iter().all(|&b| b == 0xA5), "{n}: wrote past");
+            }
+        }
+        let mut out = [0u8; 64];
+        assert!(!blocks4_avx2(&[1], &[0; 3], 16, &mut out));
+        assert!(!blocks4_avx2(&[1, 1], &[0; 4], 16, &mut out));
+        assert!(!blocks4_avx2(&[1], &[0; 2], 16, &mut out[..63]));
+        assert!(out.iter().all(|&b| b == 0));
     }
 
     /// Blocks of every width and mixed widths, with patches in some lanes, every length
