@@ -906,6 +906,19 @@ mod tests {
         }
     }
 
+    /// Block `k` of `n` integers for a test of blocks: of width `pattern + k` (mod 33),
+    /// or random widths for `pattern` 33; random integers of that width.
+    fn random_block(x: &mut u64, pattern: u64, k: usize, n: usize) -> (u8, Vec<u64>) {
+        let b = if pattern == 33 {
+            (next(x) % 33) as u8
+        } else {
+            ((pattern + k as u64) % 33) as u8
+        };
+        let mask = if b == 0 { 0 } else { u64::MAX >> (64 - b) };
+        let block = (0..(n - 16 * k).min(16)).map(|_| next(x) & mask).collect();
+        (b, block)
+    }
+
     /// The AVX2 block kernel writes every block's low bits as the scalar unpacking does:
     /// every width (0 to 32, past the vector path's 25), blocks whole and short, near
     /// the end of the blocks and far from it, headers with patch counts; nothing past
@@ -921,14 +934,7 @@ mod tests {
             for pattern in 0..=33u64 {
                 let (mut headers, mut packed, mut want) = (Vec::new(), Vec::new(), Vec::new());
                 for k in 0..n.div_ceil(16) {
-                    let b = if pattern == 33 {
-                        (next(&mut x) % 33) as u8
-                    } else {
-                        ((pattern + k as u64) % 33) as u8
-                    };
-                    let len = (n - 16 * k).min(16);
-                    let mask = if b == 0 { 0 } else { u64::MAX >> (64 - b) };
-                    let block: Vec<u64> = (0..len).map(|_| next(&mut x) & mask).collect();
+                    let (b, block) = random_block(&mut x, pattern, k, n);
                     bitpack::pack(&block, b, &mut packed);
                     want.extend(block.iter().flat_map(|&v| (v as u32).to_le_bytes()));
                     let patches = if b < 32 { (k % 3) as u8 } else { 0 };
@@ -977,14 +983,8 @@ mod tests {
                 };
                 let mut ints = Vec::new();
                 for k in 0..n.div_ceil(16) {
-                    let b = if pattern == 33 {
-                        (next(&mut x) % 33) as u8
-                    } else {
-                        ((pattern + k as u64) % 33) as u8
-                    };
-                    let len = (n - 16 * k).min(16);
-                    let mask = if b == 0 { 0 } else { u64::MAX >> (64 - b) };
-                    let block: Vec<u64> = (0..len).map(|_| next(&mut x) & mask).collect();
+                    let (b, block) = random_block(&mut x, pattern, k, n);
+                    let len = block.len();
                     bitpack::pack(&block, b, &mut packed);
                     let mut ints_of: Vec<u32> = block.iter().map(|&v| v as u32).collect();
                     // Up to three patches in increasing lanes, when the width leaves room.
