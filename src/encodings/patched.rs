@@ -279,8 +279,8 @@ pub(crate) fn read_into(
 }
 
 /// [`read_into`] without the AVX-512 kernel, at a width known when compiled: 4-byte
-/// integers a vector at a time where the CPU has AVX2 (`kernels::unpack::blocks4_avx2`),
-/// else each integer's bits one unaligned 8-byte load, a shift and a mask (where the
+/// integers a vector at a time where the CPU has AVX2 (`kernels::unpack::blocks4_avx2`,
+/// whole blocks of up to 25 bits), else each integer's bits one unaligned 8-byte load, a shift and a mask (where the
 /// block has 8 bytes to spare past its last integer's first byte and the width is at
 /// most 57 bits; else bit by bit), and a store of exactly `W` bytes; a block's patches
 /// are read and OR-ed in right after it, each lane and its high bits in one read where
@@ -289,7 +289,8 @@ fn read_portable<const W: usize>(layout: &Layout<'_>, n: usize, out: &mut [u8]) 
     let v = block_values(W);
     let lane_bits = lane_bits(W);
     let blocks = layout.blocks;
-    // 4-byte integers' low bits go in a vector at a time where the CPU has AVX2.
+    // 4-byte integers' low bits go in a vector at a time where the CPU has AVX2, in the
+    // blocks the kernel takes; the loop below unpacks the others.
     let unpacked = W == 4 && kernels::unpack::blocks4_avx2(layout.headers, blocks, n, out);
     let (mut at, mut patch_pos) = (0, 0);
     for (k, &h) in layout.headers.iter().enumerate() {
@@ -302,7 +303,8 @@ fn read_portable<const W: usize>(layout: &Layout<'_>, n: usize, out: &mut [u8]) 
         let mask = low_mask(b);
         let out = &mut out[k * v * W..(k * v + len) * W];
         match blocks.get(at..at + bytes + 8) {
-            _ if unpacked => {}
+            _ if unpacked
+                && kernels::unpack::avx2_takes_block(len, b as usize, at, blocks.len()) => {}
             Some(block) if b <= 57 => {
                 for (i, value) in out.chunks_exact_mut(W).enumerate() {
                     let pos = i * b as usize;

@@ -138,7 +138,7 @@ pub(crate) fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
             // SAFETY: `x86::with_avx512` requires these features, all detected.
             return unsafe { x86::with_avx512(f) };
         }
-        if has_avx2_bmi2() {
+        if has_avx2() && has_bmi2() {
             // SAFETY: `x86::with_avx2` requires AVX2, BMI1 and BMI2, all detected.
             return unsafe { x86::with_avx2(f) };
         }
@@ -146,17 +146,11 @@ pub(crate) fn with_wide_vectors<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether the CPU has AVX2, BMI1 and BMI2, and the level allows AVX2 (asked once per
-/// process).
+/// Whether the CPU has AVX2 and the level allows it (asked once).
 #[cfg(target_arch = "x86_64")]
-fn has_avx2_bmi2() -> bool {
+pub(crate) fn has_avx2() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| {
-        allows(CpuLevel::Avx2)
-            && std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("bmi1")
-            && std::is_x86_feature_detected!("bmi2")
-    })
+    *HAS.get_or_init(|| allows(CpuLevel::Avx2) && std::is_x86_feature_detected!("avx2"))
 }
 
 /// Whether the CPU has every feature [`with_wide_vectors`] compiles for (asked once per
@@ -666,8 +660,7 @@ mod tests {
             #[cfg(target_arch = "x86_64")]
             {
                 assert!(!has_bmi2());
-                assert!(!has_avx2_bmi2());
-                assert!(!unpack::has_avx2_blocks());
+                assert!(!has_avx2());
                 assert!(sums::levels().is_empty());
             }
             assert!(matches!(selected_name(), "scalar" | "ssse3"));

@@ -669,14 +669,11 @@ fn patch_lanes(
     (spread, ok)
 }
 
-/// Whether this CPU has [`blocks4_avx2`]'s kernel (AVX2), checked once.
-pub(crate) fn has_avx2_blocks() -> bool {
+/// Whether the CPU has AVX2 (x86_64 only).
+fn has_avx2_here() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| {
-            super::allows(super::CpuLevel::Avx2) && std::is_x86_feature_detected!("avx2")
-        })
+        super::has_avx2()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -684,11 +681,18 @@ pub(crate) fn has_avx2_blocks() -> bool {
     }
 }
 
+/// Whether [`blocks4_avx2`] writes block `k` (of `len` integers of `b` bits, starting at
+/// byte `at` of `packed_len` bytes of blocks): whole, at most 25 bits wide (an integer
+/// and its bit phase fit a 32-bit lane) and followed by 64 bytes (both loads in bounds).
+pub(crate) fn avx2_takes_block(len: usize, b: usize, at: usize, packed_len: usize) -> bool {
+    len == 16 && b <= 25 && at + 64 <= packed_len
+}
+
 /// Writes the low bits of every block of sixteen 4-byte integers of patched blocks
 /// (`encodings::patched`; `headers`, `packed` as for [`unpack_blocks`]) into `out`, eight
-/// integers a vector (AVX2) where a block is whole, at most 25 bits wide and followed by
-/// 64 bytes of `packed` at least, one at a time elsewhere; the patches are the caller's.
-/// Returns false, writing nothing, without AVX2 or when the arguments do not fit
+/// integers a vector (AVX2), for the blocks [`avx2_takes_block`] says; the other blocks
+/// and the patches are the caller's. Returns false, writing nothing, without AVX2 or
+/// when the arguments do not fit
 /// (`headers` not one a block, `packed` of another length, `out` shorter than `n`
 /// integers).
 ///
@@ -698,7 +702,7 @@ pub(crate) fn has_avx2_blocks() -> bool {
 /// block of that width) brings each integer's 4 bytes into its lane, and one variable
 /// shift drops the bits before it.
 pub(crate) fn blocks4_avx2(headers: &[u8], packed: &[u8], n: usize, out: &mut [u8]) -> bool {
-    if !has_avx2_blocks() || headers.len() != n.div_ceil(16) || out.len() < 4 * n {
+    if !has_avx2_here() || headers.len() != n.div_ceil(16) || out.len() < 4 * n {
         return false;
     }
     if blocks_len(headers, n) != packed.len() {
@@ -706,7 +710,7 @@ pub(crate) fn blocks4_avx2(headers: &[u8], packed: &[u8], n: usize, out: &mut [u
     }
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: the CPU has AVX2 (`has_avx2_blocks`); `packed` holds exactly the blocks
+        // SAFETY: the CPU has AVX2 (`has_avx2`); `packed` holds exactly the blocks
         // and `out` at least `n` integers, checked just above.
         unsafe { blocks4_avx2_loop(headers, packed, n, out) };
         true
@@ -765,8 +769,8 @@ unsafe fn blocks4_avx2_loop(headers: &[u8], packed: &[u8], n: usize, out: &mut [
         let b = usize::from(header_width(h));
         let len = 16.min(n - 16 * k);
         let bytes = packed_len(len, b as u8);
-        let out = &mut out[64 * k..64 * k + 4 * len];
-        if len == 16 && b <= 25 && at + 64 <= packed.len() {
+        if avx2_takes_block(len, b, at, packed.len()) {
+            let out = &mut out[64 * k..64 * k + 64];
             let (index, shifts) = &layouts[b];
             // SAFETY: `index` and `shifts` hold 32 bytes each.
             let (index, shifts) = unsafe {
@@ -788,18 +792,6 @@ unsafe fn blocks4_avx2_loop(headers: &[u8], packed: &[u8], n: usize, out: &mut [
                     let v = _mm256_and_si256(_mm256_srlv_epi32(v, shifts), mask);
                     _mm256_storeu_si256(out.as_mut_ptr().add(32 * group).cast::<__m256i>(), v);
                 }
-            }
-        } else {
-            let block = &packed[at..at + bytes];
-            let mask = (1u64 << b) - 1;
-            for (i, value) in out.chunks_exact_mut(4).enumerate() {
-                let pos = i * b;
-                let mut word = [0u8; 8];
-                let from = (pos / 8).min(block.len());
-                let take = (block.len() - from).min(8);
-                word[..take].copy_from_slice(&block[from..from + take]);
-                let r = (u64::from_le_bytes(word) >> (pos % 8)) & mask;
-                value.copy_from_slice(&(r as u32).to_le_bytes());
             }
         }
         at += bytes;
@@ -919,26 +911,37 @@ mod tests {
         (b, block)
     }
 
-    /// The AVX2 block kernel writes every block's low bits as the scalar unpacking does:
-    /// every width (0 to 32, past the vector path's 25), blocks whole and short, near
-    /// the end of the blocks and far from it, headers with patch counts; nothing past
-    /// the integers is written.
+    /// The AVX2 block kernel writes the low bits of the blocks it takes as the scalar
+    /// unpacking does and leaves the others alone: every width (0 to 32, past the vector
+    /// path's 25), blocks whole and short, near the end of the blocks and far from it,
+    /// headers with patch counts; nothing past the integers is written.
     #[test]
     fn avx2_blocks_match_the_scalar_unpacking() {
-        if !has_avx2_blocks() {
+        if !has_avx2_here() {
             eprintln!("SKIPPED: no AVX2 on this CPU; the AVX2 block kernel is not run");
             return;
         }
         let mut x = 0x0DDB_1A5E_5BAD_5EEDu64;
         for n in (0..=70usize).chain([127, 1000, 1024]) {
             for pattern in 0..=33u64 {
-                let (mut headers, mut packed, mut want) = (Vec::new(), Vec::new(), Vec::new());
+                let (mut headers, mut packed, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
                 for k in 0..n.div_ceil(16) {
                     let (b, block) = random_block(&mut x, pattern, k, n);
                     bitpack::pack(&block, b, &mut packed);
-                    want.extend(block.iter().flat_map(|&v| (v as u32).to_le_bytes()));
                     let patches = if b < 32 { (k % 3) as u8 } else { 0 };
                     headers.push(b + 33 * patches);
+                    blocks.push((b, block));
+                }
+                // The blocks it takes as packed; the others left alone.
+                let (mut want, mut at) = (Vec::new(), 0);
+                for (b, block) in &blocks {
+                    let b = usize::from(*b);
+                    if avx2_takes_block(block.len(), b, at, packed.len()) {
+                        want.extend(block.iter().flat_map(|&v| (v as u32).to_le_bytes()));
+                    } else {
+                        want.extend(std::iter::repeat_n(0xA5u8, 4 * block.len()));
+                    }
+                    at += packed_len(block.len(), b as u8);
                 }
                 let mut out = vec![0xA5u8; 4 * n + 70];
                 assert!(
