@@ -280,11 +280,11 @@ pub(crate) fn read_into(
 
 /// [`read_into`] without the AVX-512 kernel, at a width known when compiled: 4-byte
 /// integers a vector at a time where the CPU has AVX2 (`kernels::unpack::blocks4_avx2`,
-/// whole blocks of up to 25 bits), else each integer's bits one unaligned 8-byte load, a shift and a mask (where the
-/// block has 8 bytes to spare past its last integer's first byte and the width is at
-/// most 57 bits; else bit by bit), and a store of exactly `W` bytes; a block's patches
-/// are read and OR-ed in right after it, each lane and its high bits in one read where
-/// they fit.
+/// whole blocks of up to 25 bits), else each integer's bits one unaligned 8-byte load, a
+/// shift and a mask (where the block has 8 bytes to spare past its last integer's first
+/// byte and the width is at most 57 bits; else bit by bit), and a store of exactly `W`
+/// bytes; a block's patches are read and OR-ed in right after it, each lane and its high
+/// bits in one read where they fit.
 fn read_portable<const W: usize>(layout: &Layout<'_>, n: usize, out: &mut [u8]) -> Result<()> {
     let v = block_values(W);
     let lane_bits = lane_bits(W);

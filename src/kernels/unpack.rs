@@ -692,9 +692,8 @@ pub(crate) fn avx2_takes_block(len: usize, b: usize, at: usize, packed_len: usiz
 /// (`encodings::patched`; `headers`, `packed` as for [`unpack_blocks`]) into `out`, eight
 /// integers a vector (AVX2), for the blocks [`avx2_takes_block`] says; the other blocks
 /// and the patches are the caller's. Returns false, writing nothing, without AVX2 or
-/// when the arguments do not fit
-/// (`headers` not one a block, `packed` of another length, `out` shorter than `n`
-/// integers).
+/// when the arguments do not fit (`headers` not one a block, `packed` of another length,
+/// `out` shorter than `n` integers).
 ///
 /// Eight integers of `b` bits take exactly `b` bytes, so each half of a block starts on
 /// a byte: one 16-byte load from the half's start (integers 0 to 3) and one from its
