@@ -868,7 +868,7 @@ impl PageTables {
             }
         }
         for (members, tables) in &mut per_kind {
-            while count < MAX_PAGE_TABLES && tables.len() < MAX_TABLES_PER_KIND {
+            while count < MAX_PAGE_TABLES {
                 let Some(better) = cluster(members, tables, scale) else {
                     break;
                 };
@@ -1007,11 +1007,6 @@ impl PageTables {
 /// it, making the tables again from the whole page would cost encoding time for a few
 /// bytes.
 const MISSED_SHARE: f64 = 0.01;
-
-/// Most page tables built for one kind of stream: the streams of a kind that no table
-/// codes well enough are coded with tables of their own, which each chunk's decoder
-/// builds; a page table is built once a page.
-const MAX_TABLES_PER_KIND: usize = 4;
 
 /// A sampled stream of one kind: its symbol counts, and its estimated bytes with a table
 /// of its own (or raw).
@@ -2416,7 +2411,7 @@ mod tests {
     /// differ, as a grid's rows over land and sea do): a second table for the kind, each
     /// stream coded with a page table rather than one of its own, and the page smaller
     /// than with one table; a kind whose streams are alike keeps one; never more than
-    /// [`MAX_TABLES_PER_KIND`] a kind or [`MAX_PAGE_TABLES`] in all.
+    /// [`MAX_PAGE_TABLES`] in all.
     #[test]
     fn unlike_streams_of_a_kind_get_tables_of_their_own() {
         let mut x = 11u64;
