@@ -134,6 +134,30 @@ fn main() {
         std::fs::write(root.join("page_decode").join(name), page_seed(&page)).unwrap();
         count += 1;
     }
+    // A fill page with entropy-coded run headers (`coded_fill`): hourly values whose
+    // zeros fill each night.
+    let hourly: ArrayRef = Arc::new(Float64Array::from_iter_values((0..6000).map(|i| {
+        if i % 24 < 13 {
+            0.0
+        } else {
+            f64::from(i % 24 * 41 % 700 + i % 7)
+        }
+    })));
+    let page = encode_page(hourly.as_ref(), Strategy::default()).unwrap();
+    assert!(
+        matches!(
+            page.encoding.array_encoding,
+            Some(miniblock::proto::encodings::array_encoding::ArrayEncoding::CodedFill(_))
+        ),
+        "coded_fill_auto: {}",
+        miniblock::encodings::describe(&page.encoding)
+    );
+    std::fs::write(
+        root.join("page_decode").join("coded_fill_auto"),
+        page_seed(&page),
+    )
+    .unwrap();
+    count += 1;
     // A file of other fixed-width types, auto-encoded.
     let ints: ArrayRef = Arc::new(Int32Array::from_iter_values(
         (0..3000).map(|i| i * 7 % 1000),

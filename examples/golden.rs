@@ -1,8 +1,8 @@
-//! Writes the golden files (the newest set, `tests/golden/v8`, by default): standalone pages (every encoding, nulls,
+//! Writes the golden files (the newest set, `tests/golden/v9`, by default): standalone pages (every encoding, nulls,
 //! widths 1 to 300, a wide chunk table) and column files, each with the bytes it must
 //! decode to. `tests/golden.rs` decodes the committed files, so any change of the format
 //! is caught. Regenerate only for a deliberate format change, into a new version folder:
-//! `cargo run --example golden -- tests/golden/v8`, then keep there only the files that
+//! `cargo run --example golden -- tests/golden/v10`, then keep there only the files that
 //! differ from the sets before it (`tests/golden.rs` reads a missing name from them).
 
 use std::fs;
@@ -16,7 +16,7 @@ use arrow_array::{
 };
 use arrow_schema::DataType;
 use half::f16;
-use miniblock::encodings::{AutoOptions, EncoderOptions, Strategy};
+use miniblock::encodings::{AutoOptions, EncoderOptions, FillCompressor, Strategy};
 use miniblock::file::{FileWriter, WriteOptions};
 use miniblock::{Encoding, PageEncoder};
 use prost::Message;
@@ -120,7 +120,7 @@ fn main() {
     let dir = PathBuf::from(
         std::env::args()
             .nth(1)
-            .unwrap_or_else(|| "tests/golden/v8".to_owned()),
+            .unwrap_or_else(|| "tests/golden/v9".to_owned()),
     );
     fs::create_dir_all(&dir).unwrap();
     let mut manifest = String::from("# name data_type num_values has_validity\n");
@@ -158,6 +158,42 @@ fn main() {
             write(&dir, &format!("{type_name}.validity"), nulls.validity());
         }
     }
+    // Fill pages (v9): an hourly f64 series whose zeros come in night-long runs, with 0.0
+    // now and then in the day too, around ALP: a plain fill page, and a `coded_fill` one
+    // whose chunks code their run headers with the page's run tables.
+    let hourly: Vec<f64> = (0..4000)
+        .map(|i| match (i % 24, i % 97) {
+            (0..=12, _) | (_, 0) => 0.0,
+            (h, _) => f64::from(h * 37 % 900 + i % 5) * 0.5,
+        })
+        .collect();
+    let hourly = Float64Array::from(hourly);
+    let hourly_bytes = value_bytes(&hourly, 8);
+    let fill = 0f64.to_le_bytes().to_vec();
+    let inner = || Encoding::Alp.compressor(64).unwrap();
+    for (name, compressor) in [
+        (
+            "h64.fill_alp",
+            FillCompressor::new(fill.clone(), inner()).unwrap(),
+        ),
+        (
+            "h64.coded_fill_alp",
+            FillCompressor::for_page(fill.clone(), inner(), &hourly_bytes).unwrap(),
+        ),
+    ] {
+        let page = PageEncoder::new(Box::new(compressor))
+            .encode(&hourly)
+            .unwrap();
+        write(&dir, &format!("{name}.page"), &page.to_bytes());
+        write(
+            &dir,
+            &format!("{name}.encoding"),
+            &page.encoding.encode_to_vec(),
+        );
+        let line = format!("{name} h64 {} false\n", hourly.len());
+        manifest.push_str(&line);
+    }
+    write(&dir, "h64.values", &hourly_bytes);
     write(&dir, "MANIFEST.txt", manifest.as_bytes());
 
     // Column files: several types in one file, small pages, with auto and with a fixed

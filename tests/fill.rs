@@ -28,7 +28,10 @@ fn auto(fills: bool) -> Strategy {
 
 fn fill_of(page: &EncodedPage) -> Option<Vec<u8>> {
     match &page.encoding.array_encoding {
-        Some(array_encoding::ArrayEncoding::Fill(fill)) => Some(fill.value.clone()),
+        Some(
+            array_encoding::ArrayEncoding::Fill(fill)
+            | array_encoding::ArrayEncoding::CodedFill(fill),
+        ) => Some(fill.value.clone()),
         _ => None,
     }
 }
@@ -148,6 +151,7 @@ fn fill_message(value: Vec<u8>, inner: Option<ArrayEncoding>) -> ArrayEncoding {
         array_encoding: Some(array_encoding::ArrayEncoding::Fill(Box::new(Fill {
             value,
             inner: inner.map(Box::new),
+            ..Fill::default()
         }))),
     }
 }

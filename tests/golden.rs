@@ -9,7 +9,9 @@
 //! a page buffer (header bit 30), `v7` `delta`'s patched blocks (the `delta` pages of
 //! 2-, 4- and 8-byte values, read by the kernel and by scalar code) with the entropy-coded
 //! pages and the `auto` column file as the writer makes them since, `v8`
-//! `bss+zstd+dict` (a Zstd dictionary in page buffer 0); all must decode forever.
+//! `bss+zstd+dict` (a Zstd dictionary in page buffer 0), `v9` fill pages, plain and with
+//! entropy-coded run headers (`coded_fill`), and the `bss+zstd+dict` pages as the writer
+//! makes them since; all must decode forever.
 
 use std::fs;
 use std::io::Cursor;
@@ -23,7 +25,7 @@ use miniblock::{Encoding, PageDecoder};
 use prost::Message;
 
 /// The golden sets and how many encodings each covers.
-const VERSIONS: [(&str, usize); 8] = [
+const VERSIONS: [(&str, usize); 9] = [
     ("v1", 6),
     ("v2", 9),
     ("v3", 12),
@@ -32,6 +34,7 @@ const VERSIONS: [(&str, usize); 8] = [
     ("v6", 18),
     ("v7", 18),
     ("v8", Encoding::ALL.len()),
+    ("v9", Encoding::ALL.len()),
 ];
 
 fn dir(version: &str) -> PathBuf {
@@ -71,7 +74,7 @@ fn data_type(name: &str) -> DataType {
     match name {
         "f16" => DataType::Float16,
         "f32" => DataType::Float32,
-        "f64" => DataType::Float64,
+        "f64" | "h64" => DataType::Float64,
         "i8" => DataType::Int8,
         "fsb5" => DataType::FixedSizeBinary(5),
         "fsb300" => DataType::FixedSizeBinary(300),
@@ -88,6 +91,7 @@ fn golden_pages_decode_to_their_bytes() {
 }
 
 fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
+    use miniblock::proto::encodings::array_encoding::ArrayEncoding as Kind;
     let read = |name: &str| read_in(version, name);
     let manifest = String::from_utf8(read("MANIFEST.txt")).unwrap();
     let mut seen_encodings = std::collections::BTreeSet::new();
@@ -95,6 +99,7 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
     let mut with_buffers = 0;
     let mut cases = 0;
     let mut with_tables = 0;
+    let (mut fills, mut coded_fills) = (0, 0);
     for line in manifest.lines().filter(|l| !l.starts_with('#')) {
         let fields: Vec<&str> = line.split_whitespace().collect();
         let [name, type_name, num_values, has_validity] = fields[..] else {
@@ -103,7 +108,13 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
         let num_values: u64 = num_values.parse().unwrap();
         let page = read(&format!("{name}.page"));
         let encoding = ArrayEncoding::decode(read(&format!("{name}.encoding")).as_slice()).unwrap();
-        seen_encodings.insert(Encoding::of(&encoding).unwrap().name());
+        match &encoding.array_encoding {
+            Some(Kind::Fill(_)) => fills += 1,
+            Some(Kind::CodedFill(_)) => coded_fills += 1,
+            _ => {
+                seen_encodings.insert(Encoding::of(&encoding).unwrap().name());
+            }
+        }
         with_tables += usize::from(has_page_tables(&encoding));
         let header = u32::from_le_bytes(page[..4].try_into().unwrap());
         if header & (1 << 31) != 0 {
@@ -153,6 +164,9 @@ fn pages_decode_to_their_bytes(version: &str, encodings: usize) {
         "{version}: {seen_encodings:?}"
     );
     assert!(wide >= 1, "no golden page has a wide chunk table");
+    if version >= "v9" {
+        assert_eq!((fills, coded_fills), (1, 1), "{version}: fill pages");
+    }
     if version >= "v6" {
         assert!(
             with_buffers >= 8,

@@ -382,6 +382,33 @@ fn claimed_counts_do_not_drive_allocation() {
         },
     );
 
+    // A coded fill chunk (`coded_fill`) claiming 65,535 runs whose 393,210 bytes of pairs
+    // are a 2-byte constant stream: a header claiming more than 32 times its coded bytes
+    // is an error (the decoder checks it before it sizes the pairs' buffer).
+    let coded = {
+        use miniblock::proto::encodings::array_encoding::ArrayEncoding as Kind;
+        let Some(Kind::Fill(mut fill)) = common::wide_fill_encoding().array_encoding else {
+            unreachable!()
+        };
+        // One page table: log 5, symbols 0 and 1 (counts 24 and 8).
+        fill.run_tables = vec![0x01, 0x05, 0x01, 0x05, 0x00, 0x01, 0x18, 0x01];
+        miniblock::proto::encodings::ArrayEncoding {
+            array_encoding: Some(Kind::CodedFill(fill)),
+        }
+    };
+    let coded_data = [0xFF, 0xFF, 0x07, 0xFA, 0xFF, 0x17, 0x01, 0x01];
+    let coded_page = standalone_page(true, &[(coded_data.len() as u32, 0, 0)], &coded_data);
+    assert_bounded(
+        &serial,
+        "coded fill chunk claiming 393,210 header bytes",
+        coded_page.len(),
+        || {
+            PageDecoder::try_new(&coded, 65_536, &coded_page)
+                .and_then(|d| d.decode())
+                .is_err()
+        },
+    );
+
     // The same chunk in a column file whose checksums are right, read whole, by one
     // row and verified.
     let file = common::wide_fill_file(&data);

@@ -875,7 +875,7 @@ impl AutoChooser {
             Some(page) => page,
             None => inner.encoding.compressor_with(self.width, &self.options)?,
         };
-        let filled = super::FillCompressor::new(fill.clone(), compressor)?;
+        let filled = super::FillCompressor::for_page(fill.clone(), compressor, values)?;
         if let (true, Some(mut whole)) = (doubtful, whole) {
             self.learn_whole_page(values, &mut whole)?;
             let (whole_paired, fill_paired) = self.paired_bytes(values, &whole, &filled)?;

@@ -46,11 +46,20 @@
 //! ```
 //!
 //! (the unit test `worked_example` checks these bytes).
+//!
+//! A page whose runs are regular (the night hours of irradiance, 13 zeros then 11 values)
+//! is a `coded_fill` page instead: its message carries entropy tables built from every
+//! chunk's run header (`Fill.run_tables`), and each chunk's first varint is the run count
+//! doubled, plus one when the pairs that follow are a coded stream (their byte count as a
+//! varint, then the stream, in [`entropy`]'s format) rather than varints as above; the
+//! encoder writes whichever is smaller. docs/format.md ("Fill pages") has the layout and
+//! a worked example (the unit test `coded_header_worked_example` checks its bytes).
 
 use std::fmt;
 
 use arrow_buffer::MutableBuffer;
 
+use super::entropy::{self, PageTables};
 use super::{
     check_chunks_output, check_output, in_run_chunk, ChunkStorage, MiniBlockCompressor,
     MiniBlockDecompressor, MAX_CHUNK_BYTES, MAX_CHUNK_VALUES,
@@ -293,24 +302,100 @@ fn for_each_run(mask: &[u64], n: usize, mut run: impl FnMut(usize, usize)) {
     }
 }
 
-/// Appends `chunk`'s run header to `out` and its values other than `fill` to `others`
-/// (`mask` is working space).
+/// Appends `chunk`'s run header to `out` (plain, or entropy-coded with `tables` where
+/// that is smaller) and its values other than `fill` to `others`; returns its run count.
+/// `mask`, `pairs` and `coded` are working space.
 fn write_runs(
     chunk: &[u8],
     fill: &[u8],
+    tables: Option<&PageTables>,
     out: &mut Vec<u8>,
     others: &mut Vec<u8>,
-    mask: &mut Vec<u64>,
-) -> usize {
-    fill_mask(chunk, fill, mask);
-    let runs = run_count(mask);
-    put_varint(out, runs);
-    for_each_run(mask, chunk.len() / fill.len().max(1), |gap, len| {
-        put_varint(out, gap);
-        put_varint(out, len);
-    });
+    work: &mut Work,
+) -> Result<usize> {
+    let runs = run_pairs(chunk, fill, &mut work.mask, &mut work.pairs);
+    write_header(runs, &work.pairs, tables, out, &mut work.coded)?;
     others_into(chunk, fill, others);
+    Ok(runs)
+}
+
+/// An encoder's working space for run headers.
+#[derive(Default)]
+struct Work {
+    /// Which values of the chunk are the fill ([`fill_mask`]).
+    mask: Vec<u64>,
+    /// The varints of the chunk's (gap, length) pairs.
+    pairs: Vec<u8>,
+    /// Those pairs entropy-coded.
+    coded: Vec<u8>,
+}
+
+/// Writes the varints of the (gap, length) pairs of `chunk`'s runs of `fill` to `pairs`;
+/// returns how many runs there are.
+fn run_pairs(chunk: &[u8], fill: &[u8], mask: &mut Vec<u64>, pairs: &mut Vec<u8>) -> usize {
+    fill_mask(chunk, fill, mask);
+    pairs.clear();
+    let mut runs = 0;
+    for_each_run(mask, chunk.len() / fill.len().max(1), |gap, len| {
+        put_varint(pairs, gap);
+        put_varint(pairs, len);
+        runs += 1;
+    });
     runs
+}
+
+/// A coded run header's pairs take at most this many times the bytes of their coded
+/// stream: a decoder allocates no more for them than the chunk's bytes justify.
+const MAX_HEADER_EXPANSION: usize = 32;
+
+/// Appends the run header of `runs` runs whose pairs' varints are `pairs`: on a page
+/// without run tables (`tables` is `None`) the count and the pairs; with them, the
+/// count doubled (plus one when coded), then the pairs as they are, or their byte count
+/// and their entropy-coded stream, whichever is smaller.
+fn write_header(
+    runs: usize,
+    pairs: &[u8],
+    tables: Option<&PageTables>,
+    out: &mut Vec<u8>,
+    coded: &mut Vec<u8>,
+) -> Result<()> {
+    let Some(tables) = tables else {
+        put_varint(out, runs);
+        out.extend_from_slice(pairs);
+        return Ok(());
+    };
+    if runs > 0 {
+        coded.clear();
+        entropy::encode(pairs, tables, coded)?;
+        let coded_len = varint_len(2 * runs + 1) + varint_len(pairs.len()) + coded.len();
+        if coded_len < varint_len(2 * runs) + pairs.len()
+            && pairs.len() <= MAX_HEADER_EXPANSION * coded.len()
+        {
+            put_varint(out, 2 * runs + 1);
+            put_varint(out, pairs.len());
+            out.extend_from_slice(coded);
+            return Ok(());
+        }
+    }
+    put_varint(out, 2 * runs);
+    out.extend_from_slice(pairs);
+    Ok(())
+}
+
+/// Entropy tables for the run headers of `values` (a page, in chunks of `chunk_values`
+/// values), or `None` when no table would make them smaller.
+fn run_tables(values: &[u8], fill: &[u8], chunk_values: usize) -> Option<PageTables> {
+    let mut work = Work::default();
+    let mut streams = Vec::new();
+    for chunk in values.chunks(chunk_values.max(1) * fill.len().max(1)) {
+        if run_pairs(chunk, fill, &mut work.mask, &mut work.pairs) > 0 {
+            let mut histogram = [0u32; 256];
+            entropy::count(&work.pairs, &mut histogram);
+            streams.push((0, histogram));
+        }
+    }
+    let tables = PageTables::from_streams(&streams, 1.0);
+    (!tables.is_empty()).then_some(tables)
 }
 
 /// Whether a chunk with `runs` runs of the fill (`filled` values in all), whose run
@@ -365,31 +450,78 @@ struct Runs {
 
 impl Runs {
     /// Parses the header at the start of `chunk` (of `num_values` values), appending its
-    /// runs to `list`; returns it and the inner chunk after it.
+    /// runs to `list`; returns it and the inner chunk after it. `tables` are a coded fill
+    /// page's run tables (`None` on a plain fill page); `header` holds a coded header's
+    /// decoded pairs.
     fn parse<'c>(
         chunk: &'c [u8],
         num_values: usize,
+        tables: Option<&PageTables>,
         list: &mut Vec<(u32, u32)>,
+        header: &mut Vec<u8>,
     ) -> Result<(Self, &'c [u8])> {
         let mut at = 0;
-        let count = read_varint(chunk, &mut at)?;
+        let first = read_varint(chunk, &mut at)?;
+        let (count, coded) = match tables {
+            None => (first, false),
+            Some(_) => (first >> 1, first & 1 == 1),
+        };
         if count > num_values {
             return Err(Error::corrupt(format!(
                 "fill chunk of {num_values} values claims {count} runs"
             )));
         }
-        // A run takes at least two bytes: no more is reserved than the chunk can hold.
-        list.reserve(count.min((chunk.len() - at) / 2));
+        let Some(tables) = tables.filter(|_| coded) else {
+            let (runs, used) = Self::read_pairs(&chunk[at..], count, num_values, list)?;
+            return Ok((runs, &chunk[at + used..]));
+        };
+        let bytes = read_varint(chunk, &mut at)?;
+        if bytes < 2 * count || bytes > 2 * MAX_VARINT_BYTES * count {
+            return Err(Error::corrupt(format!(
+                "fill chunk's coded header claims {bytes} bytes for {count} runs"
+            )));
+        }
+        let stream = &chunk[at..];
+        let coded_len = entropy::coded_len(stream, bytes)?;
+        if bytes > MAX_HEADER_EXPANSION * coded_len {
+            return Err(Error::corrupt(format!(
+                "fill chunk's coded header of {coded_len} bytes claims {bytes} (at most \
+                 {MAX_HEADER_EXPANSION} times its bytes)"
+            )));
+        }
+        header.clear();
+        header.resize(bytes, 0);
+        let used = entropy::decode(stream, header, tables)?;
+        let (runs, read) = Self::read_pairs(header, count, num_values, list)?;
+        if read != bytes {
+            return Err(Error::corrupt(format!(
+                "fill chunk's coded header holds {bytes} bytes, its {count} runs take {read}"
+            )));
+        }
+        Ok((runs, &stream[used..]))
+    }
+
+    /// Reads `count` (gap, length) pairs from the start of `bytes`, appending them to
+    /// `list`; returns the runs and the bytes they took.
+    fn read_pairs(
+        bytes: &[u8],
+        count: usize,
+        num_values: usize,
+        list: &mut Vec<(u32, u32)>,
+    ) -> Result<(Self, usize)> {
+        let mut at = 0;
+        // A run takes at least two bytes: no more is reserved than the bytes can hold.
+        list.reserve(count.min(bytes.len() / 2));
         let start = list.len();
         let (mut row, mut filled) = (0usize, 0usize);
         for r in 0..count {
             // Most gaps and runs are under 128 values: two one-byte varints.
-            let (gap, len) = match chunk.get(at..at + 2) {
+            let (gap, len) = match bytes.get(at..at + 2) {
                 Some(&[g, l]) if (g | l) & 0x80 == 0 => {
                     at += 2;
                     (usize::from(g), usize::from(l))
                 }
-                _ => (read_varint(chunk, &mut at)?, read_varint(chunk, &mut at)?),
+                _ => (read_varint(bytes, &mut at)?, read_varint(bytes, &mut at)?),
             };
             if len == 0 || (r > 0 && gap == 0) {
                 return Err(Error::corrupt(format!(
@@ -410,7 +542,7 @@ impl Runs {
             at: start..list.len(),
             filled,
         };
-        Ok((runs, &chunk[at..]))
+        Ok((runs, at))
     }
 
     /// Writes `others` (the inner chunk's values, in order) into `out` with the runs of
@@ -504,10 +636,12 @@ struct Buffers {
     others: Vec<u8>,
     /// The runs of the chunks being decoded.
     runs: Vec<(u32, u32)>,
-    /// Which values of the chunk being encoded are the fill ([`fill_mask`]).
-    mask: Vec<u64>,
+    /// The run header of the chunk being encoded, and working space for it.
+    work: Work,
     /// A chunk being encoded with its fill values left in.
     whole: Vec<u8>,
+    /// The decoded run header of a chunk with a coded one.
+    header: Vec<u8>,
 }
 
 thread_local! {
@@ -518,6 +652,8 @@ thread_local! {
 pub struct FillCompressor {
     fill: Vec<u8>,
     inner: Box<dyn MiniBlockCompressor>,
+    /// Entropy tables for the chunks' run headers (a `coded_fill` page), when any pay.
+    run_tables: Option<PageTables>,
 }
 
 impl fmt::Debug for FillCompressor {
@@ -525,6 +661,7 @@ impl fmt::Debug for FillCompressor {
         f.debug_struct("FillCompressor")
             .field("fill", &self.fill)
             .field("inner", &self.inner)
+            .field("run_tables", &self.run_tables.as_ref().map(PageTables::len))
             .finish()
     }
 }
@@ -540,7 +677,25 @@ impl FillCompressor {
                 inner.value_width()
             )));
         }
-        Ok(Self { fill, inner })
+        Ok(Self {
+            fill,
+            inner,
+            run_tables: None,
+        })
+    }
+
+    /// [`FillCompressor::new`] for the page `values`, with entropy tables for its chunks'
+    /// run headers when they make the page smaller (a fill that comes in runs as regular
+    /// as the night hours of irradiance, 13 zeros then 11 values, codes its headers in a
+    /// bit or two a run rather than two bytes).
+    pub fn for_page(
+        fill: Vec<u8>,
+        inner: Box<dyn MiniBlockCompressor>,
+        values: &[u8],
+    ) -> Result<Self> {
+        let mut this = Self::new(fill, inner)?;
+        this.run_tables = run_tables(values, &this.fill, this.chunk_values());
+        Ok(this)
     }
 }
 
@@ -554,11 +709,20 @@ impl MiniBlockCompressor for FillCompressor {
     }
 
     fn array_encoding(&self) -> ArrayEncoding {
+        let fill = Box::new(Fill {
+            value: self.fill.clone(),
+            inner: Some(Box::new(self.inner.array_encoding())),
+            run_tables: self
+                .run_tables
+                .as_ref()
+                .map_or_else(Vec::new, PageTables::to_bytes),
+        });
         ArrayEncoding {
-            array_encoding: Some(array_encoding::ArrayEncoding::Fill(Box::new(Fill {
-                value: self.fill.clone(),
-                inner: Some(Box::new(self.inner.array_encoding())),
-            }))),
+            array_encoding: Some(if self.run_tables.is_some() {
+                array_encoding::ArrayEncoding::CodedFill(fill)
+            } else {
+                array_encoding::ArrayEncoding::Fill(fill)
+            }),
         }
     }
 
@@ -579,13 +743,14 @@ impl MiniBlockCompressor for FillCompressor {
         BUFFERS.with_borrow_mut(|buffers| {
             let Buffers {
                 others,
-                mask,
+                work,
                 whole,
                 ..
             } = buffers;
             others.clear();
             let start = out.len();
-            let runs = write_runs(values, &self.fill, out, others, mask);
+            let tables = self.run_tables.as_ref();
+            let runs = write_runs(values, &self.fill, tables, out, others, work)?;
             if others.is_empty() {
                 return Ok(ChunkStorage::Raw);
             }
@@ -600,7 +765,7 @@ impl MiniBlockCompressor for FillCompressor {
             // series), taking it out breaks the runs and differences the inner encoding
             // codes best, and costs a header entry a value.
             whole.clear();
-            put_varint(whole, 0);
+            write_header(0, &[], tables, whole, &mut work.coded)?;
             match self.inner.compress_chunk(values, whole, scratch) {
                 Ok(whole_storage) if whole.len() < out.len() - start => {
                     out.truncate(start);
@@ -621,6 +786,8 @@ impl MiniBlockCompressor for FillCompressor {
 pub struct FillDecompressor {
     fill: Vec<u8>,
     inner: Box<dyn MiniBlockDecompressor>,
+    /// A `coded_fill` page's run tables.
+    run_tables: Option<PageTables>,
 }
 
 impl fmt::Debug for FillDecompressor {
@@ -628,14 +795,20 @@ impl fmt::Debug for FillDecompressor {
         f.debug_struct("FillDecompressor")
             .field("fill", &self.fill)
             .field("inner", &self.inner)
+            .field("run_tables", &self.run_tables.as_ref().map(PageTables::len))
             .finish()
     }
 }
 
 impl FillDecompressor {
     /// A decoder for `message`'s fill value around `inner`, the decoder of its inner
-    /// encoding.
-    pub(crate) fn new(message: &Fill, inner: Box<dyn MiniBlockDecompressor>) -> Result<Self> {
+    /// encoding; `coded` for a `coded_fill` page, whose run headers may be entropy-coded
+    /// with the message's run tables (a plain fill page has none).
+    pub(crate) fn new(
+        message: &Fill,
+        coded: bool,
+        inner: Box<dyn MiniBlockDecompressor>,
+    ) -> Result<Self> {
         if message.value.len() != inner.value_width() {
             return Err(Error::corrupt(format!(
                 "fill value of {} bytes for {}-byte values",
@@ -643,9 +816,19 @@ impl FillDecompressor {
                 inner.value_width()
             )));
         }
+        let run_tables = if coded {
+            Some(PageTables::parse(&message.run_tables)?)
+        } else if message.run_tables.is_empty() {
+            None
+        } else {
+            return Err(Error::corrupt(
+                "a fill page (not coded_fill) with run tables",
+            ));
+        };
         Ok(Self {
             fill: message.value.clone(),
             inner,
+            run_tables,
         })
     }
 }
@@ -667,7 +850,9 @@ impl FillDecompressor {
                 "fill chunk of {num_values} values, more than {MAX_CHUNK_VALUES}"
             )));
         }
-        let (runs, inner) = Runs::parse(chunk, num_values, list)?;
+        let mut header = Vec::new();
+        let tables = self.run_tables.as_ref();
+        let (runs, inner) = Runs::parse(chunk, num_values, tables, list, &mut header)?;
         let others = num_values - runs.filled;
         let mut values = MutableBuffer::new(0);
         if others == 0 {
@@ -739,7 +924,14 @@ impl MiniBlockDecompressor for FillDecompressor {
         }
         BUFFERS.with_borrow_mut(|buffers| {
             buffers.runs.clear();
-            let (runs, inner) = Runs::parse(chunk, num_values, &mut buffers.runs)?;
+            let tables = self.run_tables.as_ref();
+            let (runs, inner) = Runs::parse(
+                chunk,
+                num_values,
+                tables,
+                &mut buffers.runs,
+                &mut buffers.header,
+            )?;
             let others = num_values - runs.filled;
             if others == 0 {
                 if !inner.is_empty() {
@@ -869,8 +1061,14 @@ impl MiniBlockDecompressor for FillDecompressor {
             let mut parsed = Vec::with_capacity(chunks.len());
             let (mut inner, mut counts) = (Vec::new(), Vec::new());
             for (k, chunk) in chunks.iter().enumerate() {
-                let (runs, rest) = Runs::parse(chunk, num_values, &mut buffers.runs)
-                    .map_err(|e| in_run_chunk(e, k))?;
+                let (runs, rest) = Runs::parse(
+                    chunk,
+                    num_values,
+                    self.run_tables.as_ref(),
+                    &mut buffers.runs,
+                    &mut buffers.header,
+                )
+                .map_err(|e| in_run_chunk(e, k))?;
                 let others = num_values - runs.filled;
                 if others == 0 {
                     if !rest.is_empty() {
@@ -1014,10 +1212,11 @@ mod tests {
                 Encoding::DeltaAns,
                 Encoding::Alp,
             ] {
-                let c = compressor(fill, inner);
-                let d = decompressor(&c);
                 for n in [1usize, 2, 3, 7, 64, 1000, 1024] {
-                    for density in [0u64, 1, 50, 90, 100] {
+                    for (density, coded) in [0u64, 1, 50, 90, 100]
+                        .into_iter()
+                        .flat_map(|d| [(d, false), (d, true)])
+                    {
                         let values: Vec<f32> = (0..n)
                             .map(|i| {
                                 let r = super::super::xorshift(&mut seed) % 100;
@@ -1037,10 +1236,25 @@ mod tests {
                             })
                             .collect();
                         let bytes = f32s(&values);
+                        // Coded: run tables learnt from the chunk itself, where they pay.
+                        let c = if coded {
+                            FillCompressor::for_page(
+                                fill.to_le_bytes().to_vec(),
+                                inner.compressor(32).unwrap(),
+                                &bytes,
+                            )
+                            .unwrap()
+                        } else {
+                            compressor(fill, inner)
+                        };
+                        let d = decompressor(&c);
                         let mut out = Vec::new();
                         let storage = c.compress_chunk(&bytes, &mut out, &mut Vec::new()).unwrap();
                         let back = d.decompress(&out, n, storage).unwrap();
-                        assert_eq!(back, bytes, "{inner:?} fill {fill} n {n} density {density}");
+                        assert_eq!(
+                            back, bytes,
+                            "{inner:?} fill {fill} n {n} density {density} coded {coded}"
+                        );
                         // Row ranges: every start and end near both edges and the middle.
                         let edges = [0, 1, n / 2, n.saturating_sub(1), n];
                         for &start in &edges {
@@ -1104,10 +1318,12 @@ mod tests {
         write_runs(
             &bytes,
             &0f32.to_le_bytes(),
+            None,
             &mut runs,
             &mut others,
-            &mut Vec::new(),
-        );
+            &mut Work::default(),
+        )
+        .unwrap();
         c.inner
             .compress_chunk(&others, &mut runs, &mut Vec::new())
             .unwrap();
@@ -1124,6 +1340,138 @@ mod tests {
         let storage = c.compress_chunk(&bytes, &mut out, &mut Vec::new()).unwrap();
         assert!(out[0] >= 8, "runs kept: {}", out[0]);
         assert_eq!(d.decompress(&out, 1024, storage).unwrap(), bytes);
+    }
+
+    /// docs/format.md's coded run header: eight nights of 13 zeros, 11 hours apart, in
+    /// a page whose chunks all have such headers (its one run table: log 5, symbols 0x00,
+    /// 0x0B, 0x0D, counts 2, 14, 16).
+    #[test]
+    fn coded_header_worked_example() {
+        let mut pairs = vec![0x00, 0x0D];
+        for _ in 1..8 {
+            pairs.extend_from_slice(&[0x0B, 0x0D]);
+        }
+        let mut histogram = [0u32; 256];
+        entropy::count(&pairs, &mut histogram);
+        let tables = PageTables::from_streams(&[(0, histogram); 8], 1.0);
+        assert_eq!(
+            tables.to_bytes(),
+            [0x01, 0x05, 0x02, 0x05, 0x00, 0x0B, 0x0D, 0xC2, 0x41]
+        );
+        let (mut out, mut coded) = (Vec::new(), Vec::new());
+        write_header(8, &pairs, Some(&tables), &mut out, &mut coded).unwrap();
+        assert_eq!(
+            out,
+            [0x11, 0x10, 0x03, 0x00, 0x04, 0x00, 0x20, 0x49, 0x9A, 0x0D]
+        );
+        let mut list = Vec::new();
+        let (runs, rest) =
+            Runs::parse(&out, 192, Some(&tables), &mut list, &mut Vec::new()).unwrap();
+        assert!(rest.is_empty());
+        assert_eq!(runs.filled, 8 * 13);
+        assert_eq!(list[..2], [(0, 13), (11, 13)]);
+    }
+
+    /// Runs as regular as the night hours of irradiance (13 fill values, 11 others, over
+    /// and over): a page's chunks share run tables, each chunk's header is coded (an odd
+    /// first varint) in a fraction of its plain bytes, and every way of decoding gives
+    /// the values back.
+    #[test]
+    fn regular_runs_take_coded_headers() {
+        let day: Vec<f32> = (0..8 * 1024)
+            .map(|i| {
+                if i % 24 < 13 {
+                    0.0
+                } else {
+                    (i % 24) as f32 * 10.0 + (i / 24 % 7) as f32
+                }
+            })
+            .collect();
+        let page = f32s(&day);
+        let inner = || Encoding::Alp.compressor(32).unwrap();
+        let c = FillCompressor::for_page(0f32.to_le_bytes().to_vec(), inner(), &page).unwrap();
+        let plain = FillCompressor::new(0f32.to_le_bytes().to_vec(), inner()).unwrap();
+        assert!(c.run_tables.is_some());
+        assert!(matches!(
+            c.array_encoding().array_encoding,
+            Some(array_encoding::ArrayEncoding::CodedFill(_))
+        ));
+        let d = decompressor(&c);
+        let mut chunks = Vec::new();
+        for chunk in page.chunks(4096) {
+            let (mut out, mut plain_out) = (Vec::new(), Vec::new());
+            let storage = c.compress_chunk(chunk, &mut out, &mut Vec::new()).unwrap();
+            plain
+                .compress_chunk(chunk, &mut plain_out, &mut Vec::new())
+                .unwrap();
+            assert_eq!(out[0] & 1, 1, "a coded header");
+            let mut at = 0;
+            let runs = read_varint(&out, &mut at).unwrap() >> 1;
+            let pairs = read_varint(&out, &mut at).unwrap();
+            let coded = entropy::coded_len(&out[at..], pairs).unwrap();
+            assert!(
+                coded * 4 < pairs,
+                "{runs} runs: {coded} coded bytes for {pairs}"
+            );
+            assert!(out.len() < plain_out.len());
+            assert_eq!(storage, ChunkStorage::Raw);
+            assert_eq!(d.decompress(&out, 1024, storage).unwrap(), chunk);
+            chunks.push(out);
+        }
+        // All chunks together (the path a page's decoder takes), then row ranges.
+        let refs: Vec<&[u8]> = chunks.iter().map(Vec::as_slice).collect();
+        let mut all = vec![0u8; page.len()];
+        d.decompress_chunks_into(&refs, 1024, &mut all, &mut Vec::new())
+            .unwrap();
+        assert_eq!(all, page);
+        for rows in [0..1, 5..30, 1000..1024] {
+            let mut out = vec![0u8; rows.len() * 4];
+            d.decompress_rows_into(
+                &chunks[1],
+                1024,
+                ChunkStorage::Raw,
+                rows.clone(),
+                &mut out,
+                &mut Vec::new(),
+                &mut MutableBuffer::new(0),
+            )
+            .unwrap();
+            assert_eq!(out, page[4096 + rows.start * 4..4096 + rows.end * 4]);
+        }
+        // A plain fill message never carries run tables, and a coded one's are checked.
+        let mut message = c.array_encoding();
+        if let Some(array_encoding::ArrayEncoding::CodedFill(fill)) = message.array_encoding.take()
+        {
+            let bad = ArrayEncoding {
+                array_encoding: Some(array_encoding::ArrayEncoding::Fill(fill.clone())),
+            };
+            assert!(super::super::decompressor_for(&bad, &[]).is_err());
+            let mut cut = fill;
+            cut.run_tables.truncate(cut.run_tables.len() - 1);
+            let bad = ArrayEncoding {
+                array_encoding: Some(array_encoding::ArrayEncoding::CodedFill(cut)),
+            };
+            assert!(super::super::decompressor_for(&bad, &[]).is_err());
+        }
+        // Hostile coded headers: every prefix and every flipped byte of a chunk are
+        // errors or decode to something, never a panic; a claim of more pair bytes than
+        // the stream justifies is an error.
+        let chunk = &chunks[0];
+        for end in 0..chunk.len() {
+            let _ = d.decompress(&chunk[..end], 1024, ChunkStorage::Raw);
+        }
+        for i in 0..chunk.len() {
+            let mut bad = chunk.clone();
+            bad[i] ^= 0x5A;
+            let _ = d.decompress(&bad, 1024, ChunkStorage::Raw);
+        }
+        let mut at = 0;
+        let first = read_varint(chunk, &mut at).unwrap();
+        let mut big = Vec::new();
+        put_varint(&mut big, first);
+        put_varint(&mut big, 6 * (first >> 1));
+        big.extend_from_slice(&chunk[at + 1..]);
+        assert!(d.decompress(&big, 1024, ChunkStorage::Raw).is_err());
     }
 
     /// Gaps and runs on either side of every limit the decoder treats apart: one-byte

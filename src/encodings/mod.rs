@@ -1066,7 +1066,8 @@ impl Encoding {
                 }
             }
             // A fill is a layer around an encoding, not one of them ([`short_name`]).
-            array_encoding::ArrayEncoding::Fill(_) => None,
+            array_encoding::ArrayEncoding::Fill(_)
+            | array_encoding::ArrayEncoding::CodedFill(_) => None,
             array_encoding::ArrayEncoding::GeneralMiniBlock(general) => {
                 let scheme = CompressionScheme::from_proto(general.compression.as_ref()?).ok()?;
                 let inner = general.inner.as_deref()?;
@@ -1198,12 +1199,23 @@ impl EncoderOptions {
 pub fn describe(encoding: &ArrayEncoding) -> String {
     match &encoding.array_encoding {
         None => "(none)".to_owned(),
-        Some(array_encoding::ArrayEncoding::Fill(fill)) => {
+        Some(
+            array_encoding::ArrayEncoding::Fill(fill)
+            | array_encoding::ArrayEncoding::CodedFill(fill),
+        ) => {
             let inner = fill
                 .inner
                 .as_deref()
                 .map_or_else(|| "(nothing)".to_owned(), describe);
-            format!("fill(0x{}) over {inner}", hex_le(&fill.value))
+            let coded = if matches!(
+                encoding.array_encoding,
+                Some(array_encoding::ArrayEncoding::CodedFill(_))
+            ) {
+                ", coded runs"
+            } else {
+                ""
+            };
+            format!("fill(0x{}{coded}) over {inner}", hex_le(&fill.value))
         }
         Some(array_encoding::ArrayEncoding::Flat(flat)) => {
             format!("flat({}-bit)", flat.bits_per_value)
@@ -1269,7 +1281,10 @@ fn hex_le(bytes: &[u8]) -> String {
 /// A short name for a page's encoding: its [`Encoding`]'s name, with `fill+` before it
 /// when a fill layer is around it; otherwise its [`describe`] text.
 pub fn short_name(encoding: &ArrayEncoding) -> String {
-    if let Some(array_encoding::ArrayEncoding::Fill(fill)) = &encoding.array_encoding {
+    if let Some(
+        array_encoding::ArrayEncoding::Fill(fill) | array_encoding::ArrayEncoding::CodedFill(fill),
+    ) = &encoding.array_encoding
+    {
         if let Some(inner) = fill.inner.as_deref().and_then(Encoding::of) {
             return format!("fill+{}", inner.name());
         }
@@ -1353,7 +1368,14 @@ fn decompressor_within(
         Some(array_encoding::ArrayEncoding::Bitpack(bitpack)) => {
             Ok(Box::new(BitpackDecompressor::new(bitpack.bits_per_value)?))
         }
-        Some(array_encoding::ArrayEncoding::Fill(fill)) => {
+        Some(
+            array_encoding::ArrayEncoding::Fill(fill)
+            | array_encoding::ArrayEncoding::CodedFill(fill),
+        ) => {
+            let coded = matches!(
+                encoding.array_encoding,
+                Some(array_encoding::ArrayEncoding::CodedFill(_))
+            );
             if parent != Parent::Page {
                 return Err(Error::unsupported(
                     "fill inside another encoding (it is a page's outermost encoding)",
@@ -1364,7 +1386,7 @@ fn decompressor_within(
                 .as_deref()
                 .ok_or_else(|| Error::corrupt("fill has no inner encoding"))?;
             let inner = decompressor_within(inner, Parent::Fill)?;
-            Ok(Box::new(FillDecompressor::new(fill, inner)?))
+            Ok(Box::new(FillDecompressor::new(fill, coded, inner)?))
         }
         Some(array_encoding::ArrayEncoding::Dictionary(dict)) => {
             if !matches!(parent, Parent::Page | Parent::Fill) {
