@@ -364,7 +364,7 @@ fn write_header(
         out.extend_from_slice(pairs);
         return Ok(());
     };
-    if runs > 0 {
+    if runs > 0 && pairs.len() <= entropy::MAX_STREAM {
         coded.clear();
         entropy::encode(pairs, tables, coded)?;
         let coded_len = varint_len(2 * runs + 1) + varint_len(pairs.len()) + coded.len();
@@ -1340,6 +1340,32 @@ mod tests {
         let storage = c.compress_chunk(&bytes, &mut out, &mut Vec::new()).unwrap();
         assert!(out[0] >= 8, "runs kept: {}", out[0]);
         assert_eq!(d.decompress(&out, 1024, storage).unwrap(), bytes);
+    }
+
+    /// A coded fill page in chunks of 65,536 values, one of them alternating between the
+    /// fill and other values (32,768 runs, the longest header a chunk can have) and one
+    /// with a long gap: both encode and come back.
+    #[test]
+    fn the_longest_run_headers_round_trip_coded() {
+        let options = super::super::EncoderOptions::default()
+            .with_chunk_values(Some(65_536))
+            .unwrap();
+        let values: Vec<f32> = (0..2 * 65_536)
+            .map(|i| match (i / 65_536, i % 2, i % 65_536) {
+                (0, 0, _) => -1e34,
+                (1, _, j) if j > 300 && j % 7 == 0 => -1e34,
+                _ => i as f32,
+            })
+            .collect();
+        let bytes = f32s(&values);
+        let inner = Encoding::Bss.compressor_with(4, &options).unwrap();
+        let c = FillCompressor::for_page((-1e34f32).to_le_bytes().to_vec(), inner, &bytes).unwrap();
+        let d = decompressor(&c);
+        for chunk in bytes.chunks(65_536 * 4) {
+            let mut out = Vec::new();
+            let storage = c.compress_chunk(chunk, &mut out, &mut Vec::new()).unwrap();
+            assert_eq!(d.decompress(&out, 65_536, storage).unwrap(), chunk);
+        }
     }
 
     /// docs/format.md's coded run header: eight nights of 13 zeros, 11 hours apart, in
