@@ -42,8 +42,9 @@
 //! streams are unlike (a grid's rows over land and over sea, a table's columns one after
 //! another), more tables are made for it, each fitted to the streams nearest it (k-means
 //! over their histograms), while that makes the page smaller by estimate (past four for
-//! a kind, by at least 0.2% a table), up to [`MAX_PAGE_TABLES`] in all: a chunk's stream takes the page table that
-//! codes it smallest, or a table of its own when that is smaller still.
+//! a kind, by at least 0.2% a table), up to [`MAX_PAGE_TABLES`] in all: a chunk's stream
+//! takes the page table that codes it smallest, or a table of its own when that is
+//! smaller still.
 //!
 //! ```text
 //!   shared   byte  3 (the mode; 5 for 4 lanes)
@@ -870,14 +871,14 @@ impl PageTables {
         }
         for (members, tables) in &mut per_kind {
             while count < MAX_PAGE_TABLES {
-                let before = cost(members, tables, scale);
                 let Some(better) = cluster(members, tables, scale) else {
                     break;
                 };
                 // Each further table costs a search like this one and every decoder a
-                // table to build: stop once one saves little.
+                // table to build: past four, stop once one saves little.
                 let small = better.len() > 4
-                    && cost(members, &better, scale) > before * (1.0 - MIN_TABLE_SAVING);
+                    && cost(members, &better, scale)
+                        > cost(members, tables, scale) * (1.0 - MIN_TABLE_SAVING);
                 count += better.len() - tables.len();
                 *tables = better;
                 if small {

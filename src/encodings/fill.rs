@@ -476,7 +476,8 @@ impl Runs {
             return Ok((runs, &chunk[at + used..]));
         };
         let bytes = read_varint(chunk, &mut at)?;
-        if bytes < 2 * count || bytes > 2 * MAX_VARINT_BYTES * count {
+        // A coded header holds at least one run (the encoder writes none coded).
+        if count == 0 || bytes < 2 * count || bytes > 2 * MAX_VARINT_BYTES * count {
             return Err(Error::corrupt(format!(
                 "fill chunk's coded header claims {bytes} bytes for {count} runs"
             )));

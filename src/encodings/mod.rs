@@ -1199,24 +1199,8 @@ impl EncoderOptions {
 pub fn describe(encoding: &ArrayEncoding) -> String {
     match &encoding.array_encoding {
         None => "(none)".to_owned(),
-        Some(
-            array_encoding::ArrayEncoding::Fill(fill)
-            | array_encoding::ArrayEncoding::CodedFill(fill),
-        ) => {
-            let inner = fill
-                .inner
-                .as_deref()
-                .map_or_else(|| "(nothing)".to_owned(), describe);
-            let coded = if matches!(
-                encoding.array_encoding,
-                Some(array_encoding::ArrayEncoding::CodedFill(_))
-            ) {
-                ", coded runs"
-            } else {
-                ""
-            };
-            format!("fill(0x{}{coded}) over {inner}", hex_le(&fill.value))
-        }
+        Some(array_encoding::ArrayEncoding::Fill(fill)) => describe_fill(fill, ""),
+        Some(array_encoding::ArrayEncoding::CodedFill(fill)) => describe_fill(fill, ", coded runs"),
         Some(array_encoding::ArrayEncoding::Flat(flat)) => {
             format!("flat({}-bit)", flat.bits_per_value)
         }
@@ -1278,13 +1262,29 @@ fn hex_le(bytes: &[u8]) -> String {
     })
 }
 
+fn describe_fill(fill: &crate::proto::encodings::Fill, coded: &str) -> String {
+    let inner = fill
+        .inner
+        .as_deref()
+        .map_or_else(|| "(nothing)".to_owned(), describe);
+    format!("fill(0x{}{coded}) over {inner}", hex_le(&fill.value))
+}
+
+/// The fill layer of `encoding` (`fill` or `coded_fill`), if it is one.
+fn fill_layer(encoding: &ArrayEncoding) -> Option<&crate::proto::encodings::Fill> {
+    match &encoding.array_encoding {
+        Some(
+            array_encoding::ArrayEncoding::Fill(fill)
+            | array_encoding::ArrayEncoding::CodedFill(fill),
+        ) => Some(fill),
+        _ => None,
+    }
+}
+
 /// A short name for a page's encoding: its [`Encoding`]'s name, with `fill+` before it
 /// when a fill layer is around it; otherwise its [`describe`] text.
 pub fn short_name(encoding: &ArrayEncoding) -> String {
-    if let Some(
-        array_encoding::ArrayEncoding::Fill(fill) | array_encoding::ArrayEncoding::CodedFill(fill),
-    ) = &encoding.array_encoding
-    {
+    if let Some(fill) = fill_layer(encoding) {
         if let Some(inner) = fill.inner.as_deref().and_then(Encoding::of) {
             return format!("fill+{}", inner.name());
         }
@@ -1322,6 +1322,25 @@ enum Parent {
     Fill,
     General,
     Dictionary,
+}
+
+/// The decoder of a fill layer (`coded`: a `coded_fill` page), which only a page holds.
+fn fill_decompressor(
+    fill: &crate::proto::encodings::Fill,
+    coded: bool,
+    parent: Parent,
+) -> Result<Box<dyn MiniBlockDecompressor>> {
+    if parent != Parent::Page {
+        return Err(Error::unsupported(
+            "fill inside another encoding (it is a page's outermost encoding)",
+        ));
+    }
+    let inner = fill
+        .inner
+        .as_deref()
+        .ok_or_else(|| Error::corrupt("fill has no inner encoding"))?;
+    let inner = decompressor_within(inner, Parent::Fill)?;
+    Ok(Box::new(FillDecompressor::new(fill, coded, inner)?))
 }
 
 fn decompressor_within(
@@ -1368,25 +1387,9 @@ fn decompressor_within(
         Some(array_encoding::ArrayEncoding::Bitpack(bitpack)) => {
             Ok(Box::new(BitpackDecompressor::new(bitpack.bits_per_value)?))
         }
-        Some(
-            array_encoding::ArrayEncoding::Fill(fill)
-            | array_encoding::ArrayEncoding::CodedFill(fill),
-        ) => {
-            let coded = matches!(
-                encoding.array_encoding,
-                Some(array_encoding::ArrayEncoding::CodedFill(_))
-            );
-            if parent != Parent::Page {
-                return Err(Error::unsupported(
-                    "fill inside another encoding (it is a page's outermost encoding)",
-                ));
-            }
-            let inner = fill
-                .inner
-                .as_deref()
-                .ok_or_else(|| Error::corrupt("fill has no inner encoding"))?;
-            let inner = decompressor_within(inner, Parent::Fill)?;
-            Ok(Box::new(FillDecompressor::new(fill, coded, inner)?))
+        Some(array_encoding::ArrayEncoding::Fill(fill)) => fill_decompressor(fill, false, parent),
+        Some(array_encoding::ArrayEncoding::CodedFill(fill)) => {
+            fill_decompressor(fill, true, parent)
         }
         Some(array_encoding::ArrayEncoding::Dictionary(dict)) => {
             if !matches!(parent, Parent::Page | Parent::Fill) {
