@@ -89,9 +89,75 @@ const MODE_TANS: u8 = 2;
 const MODE_SHARED: u8 = 3;
 const MODE_TANS4: u8 = 4;
 const MODE_SHARED4: u8 = 5;
+/// Modes `0x10 + t` and `0x20 + t`: a page table `t` (below 16) in two or four lanes, the
+/// bit stream's length a varint; the compact forms of modes 3 and 5 (which the encoder
+/// no longer writes), two bytes smaller on the short streams of small chunks.
+const MODE_TABLE: u8 = 0x10;
+const MODE_TABLE4: u8 = 0x20;
 
-/// Most page tables a page carries.
+/// The table of a compact shared mode, and whether it is in four lanes.
+fn compact_shared(mode: u8) -> Option<(usize, bool)> {
+    match mode & 0xF0 {
+        MODE_TABLE => Some((usize::from(mode & 0x0F), false)),
+        MODE_TABLE4 => Some((usize::from(mode & 0x0F), true)),
+        _ => None,
+    }
+}
+
+/// Bytes of the varint that holds a bit stream's length `p` (at most [`u16::MAX`]).
+fn varint_len(p: usize) -> usize {
+    match p {
+        0..0x80 => 1,
+        0x80..0x4000 => 2,
+        _ => 3,
+    }
+}
+
+/// The header of a compact shared stream whose bit stream takes about `bytes`: its mode
+/// byte and its length's varint.
+fn shared_header(bytes: f32) -> f32 {
+    1.0 + varint_len(bytes.max(0.0) as usize) as f32
+}
+
+/// The length `P` of a bit stream at the start of `bytes` (a `u16`, or a varint when
+/// `varint`) and the bytes that hold it.
+#[inline]
+fn stream_len(bytes: &[u8], varint: bool) -> std::result::Result<(usize, usize), String> {
+    if varint {
+        return read_stream_len(bytes);
+    }
+    bytes
+        .get(..2)
+        .map(|b| (usize::from(u16::from_le_bytes([b[0], b[1]])), 2))
+        .ok_or_else(|| "cut before its bit stream length".to_owned())
+}
+
+/// Reads the varint length of a compact shared stream's bit stream: at most three bytes,
+/// no byte after the first zero, the value at most [`u16::MAX`]; returns it and its bytes.
+fn read_stream_len(bytes: &[u8]) -> std::result::Result<(usize, usize), String> {
+    let mut value = 0usize;
+    for (i, &b) in bytes.iter().take(3).enumerate() {
+        value |= usize::from(b & 0x7F) << (7 * i);
+        if b & 0x80 == 0 {
+            if i > 0 && b == 0 {
+                return Err("a bit stream length with a needless byte".to_owned());
+            }
+            if value > usize::from(u16::MAX) {
+                return Err(format!(
+                    "a bit stream of {value} bytes, more than {}",
+                    u16::MAX
+                ));
+            }
+            return Ok((value, i + 1));
+        }
+    }
+    Err("cut inside its bit stream length, or a length of more than three bytes".to_owned())
+}
+
+/// Most page tables a page carries: a compact shared stream names its table in the low
+/// four bits of its mode.
 pub const MAX_PAGE_TABLES: usize = 16;
+const _: () = assert!(MAX_PAGE_TABLES <= 16);
 
 /// Interleaved coder states of modes 2 and 3: byte i is coded in state i % LANES, so a
 /// decoder's table lookups for neighbouring bytes do not wait for each other.
@@ -168,7 +234,10 @@ impl Choice {
                 .coders
                 .iter()
                 .enumerate()
-                .map(|(t, coder)| (t, 4.0 + coder.estimate(present)))
+                .map(|(t, coder)| {
+                    let bits = coder.estimate(present);
+                    (t, shared_header(bits) + bits)
+                })
                 .min_by(|a, b| a.1.total_cmp(&b.1)),
             own: own(),
             k: present.len(),
@@ -602,6 +671,27 @@ impl Coder {
 /// estimate of at least this is one the table cannot code.
 const MISSING: f32 = (1 << 24) as f32;
 
+/// The start of a bit stream, as [`Decoder::start`] reads it.
+struct Start<'r, const L: usize> {
+    /// The bit stream and the bytes after it.
+    bits: &'r [u8],
+    /// Its length `P` in bytes.
+    len: usize,
+    /// The bytes that held `P`.
+    head: usize,
+    /// The lanes' first states.
+    states: [usize; L],
+}
+
+/// The table a four-lane stream of [`decode_many`] decodes with.
+#[derive(Clone, Copy)]
+enum StreamTable {
+    /// Its own, built in `decode_many`'s list: the index there.
+    Own(usize),
+    /// A page table, and whether the stream's length is a varint.
+    Page(usize, bool),
+}
+
 /// The decoding side of a table.
 #[derive(Debug, Clone)]
 struct Decoder {
@@ -636,17 +726,24 @@ impl Decoder {
         x == usize::from(self.counts[usize::from(entry.symbol)])
     }
 
-    /// Decodes `out.len()` bytes from `rest`, which starts with `u16 P` and the bit
-    /// stream in `L` lanes (2 or 4); returns the bytes of `rest` taken.
+    /// Decodes `out.len()` bytes from `rest`, which starts with the length `P` (a `u16`,
+    /// or a varint when `varint`) and the bit stream in `L` lanes (2 or 4); returns the
+    /// bytes of `rest` taken.
     // Inlined into each `kernels::with_bmi2` closure, to be compiled for BMI2 there.
     #[allow(clippy::inline_always)]
     #[inline(always)]
     fn decode_bits<const L: usize>(
         &self,
         rest: &[u8],
+        varint: bool,
         out: &mut [u8],
     ) -> std::result::Result<usize, String> {
-        let (bits, len, state) = self.start::<L>(rest)?;
+        let Start {
+            bits,
+            len,
+            head,
+            states: state,
+        } = self.start::<L>(rest, varint)?;
         let mut cursor = Cursor {
             table: &self.entries,
             bits,
@@ -655,38 +752,42 @@ impl Decoder {
             pos: L * self.log as usize,
         };
         cursor.states[..L].copy_from_slice(&state);
-        self.finish::<L>(&mut cursor, 0, len)
+        Ok(head + self.finish::<L>(&mut cursor, 0, len)?)
     }
 
-    /// The start of a bit stream in `L` lanes: the bit stream (and the bytes after it),
-    /// its length `P` in bytes, and the lanes' first states, read from its first bits.
+    /// The start of a bit stream in `L` lanes, from `rest`, which starts with its length
+    /// `P` (a `u16`, or a varint when `varint`): the bit stream (and the bytes after it),
+    /// `P`, the bytes that held `P`, and the lanes' first states, read from its first
+    /// bits.
     #[allow(clippy::inline_always)]
     #[inline(always)]
     fn start<'r, const L: usize>(
         &self,
         rest: &'r [u8],
-    ) -> std::result::Result<(&'r [u8], usize, [usize; L]), String> {
-        let len = rest
-            .get(..2)
-            .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
-            .ok_or_else(|| "cut before its bit stream length".to_owned())?;
-        if rest.len() < 2 + len {
+        varint: bool,
+    ) -> std::result::Result<Start<'r, L>, String> {
+        let (len, head) = stream_len(rest, varint)?;
+        if rest.len() - head < len {
             return Err(format!("a bit stream of {len} bytes cut short"));
         }
         // Peeks see the bytes after the stream too; a valid stream takes none of their
         // bits, and one that does fails the check at the end.
-        let bits = &rest[2..];
+        let bits = &rest[head..];
         let log = self.log;
         // The final states take at most 48 bits, which one peek (at least 57 bits) covers.
         let first = peek(bits, 0);
         let state = std::array::from_fn(|l| (first >> (l as u32 * log) & mask(log)) as usize);
-        Ok((bits, len, state))
+        Ok(Start {
+            bits,
+            len,
+            head,
+            states: state,
+        })
     }
 
     /// Decodes the bytes of `cursor.out` from step `from` on (a multiple of four), with
     /// the lanes' states and the bit position after step `from - 1`, and checks that the
-    /// stream's `len` bytes were all used and no more; returns the bytes of the stream
-    /// with its length (`2 + len`).
+    /// stream's `len` bytes were all used and no more; returns `len`.
     #[allow(clippy::inline_always)]
     #[inline(always)]
     fn finish<const L: usize>(
@@ -746,7 +847,7 @@ impl Decoder {
         if pos > 8 * len || pos.div_ceil(8) != len {
             return Err(format!("a bit stream of {len} bytes for {pos} bits"));
         }
-        Ok(2 + len)
+        Ok(len)
     }
 }
 
@@ -968,6 +1069,13 @@ impl PageTables {
         out
     }
 
+    /// The decoder of table `t`, named by a stream.
+    fn decoder(&self, t: usize) -> std::result::Result<&Decoder, String> {
+        self.decoders()
+            .get(t)
+            .ok_or_else(|| format!("page table {t}, but the page has {}", self.norms.len()))
+    }
+
     /// The tables' decoders, built on first use.
     fn decoders(&self) -> &[Decoder] {
         self.decoders.get_or_init(|| {
@@ -1063,7 +1171,10 @@ impl Built {
         let costs = Costs::of(&norm, log);
         let estimates = members
             .iter()
-            .map(|m| 4.0 + f64::from(costs.estimate(&m.present)))
+            .map(|m| {
+                let bits = costs.estimate(&m.present);
+                f64::from(shared_header(bits) + bits)
+            })
             .collect();
         Some(Self {
             norm,
@@ -1941,13 +2052,28 @@ fn encode_counted(
             }
             Some((t, len)) if len < own_len => {
                 let coder = &tables.coders[t];
-                if wide.unwrap_or_else(|| cheap_to_widen(len, n, coder.log)) && n >= WIDE_LANES {
-                    out.extend_from_slice(&[MODE_SHARED4, t as u8]);
+                // `t` is below MAX_PAGE_TABLES (16).
+                let coded = if wide.unwrap_or_else(|| cheap_to_widen(len, n, coder.log))
+                    && n >= WIDE_LANES
+                {
+                    out.push(MODE_TABLE4 | t as u8);
                     coder.encode_bits::<WIDE_LANES>(stream, out)
                 } else {
-                    out.extend_from_slice(&[MODE_SHARED, t as u8]);
+                    out.push(MODE_TABLE | t as u8);
                     coder.encode_bits::<LANES>(stream, out)
+                };
+                // The bit stream's u16 length, as a varint.
+                if coded {
+                    let at = start + 1;
+                    let p = usize::from(u16::from_le_bytes([out[at], out[at + 1]]));
+                    let mut varint = [0u8; 3];
+                    let len = varint_len(p);
+                    for (i, byte) in varint[..len].iter_mut().enumerate() {
+                        *byte = (p >> (7 * i)) as u8 & 0x7F | if i + 1 < len { 0x80 } else { 0 };
+                    }
+                    out.splice(at..at + 2, varint[..len].iter().copied());
                 }
+                coded
             }
             _ => {
                 let log = table_log(n, k);
@@ -2004,9 +2130,9 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
             let (norm, log, at) = read_table(rest).map_err(corrupt)?;
             let decoder = Decoder::new(&norm, log);
             let used = if mode == MODE_TANS {
-                kernels::with_bmi2(|| decoder.decode_bits::<LANES>(&rest[at..], out))
+                kernels::with_bmi2(|| decoder.decode_bits::<LANES>(&rest[at..], false, out))
             } else {
-                kernels::with_bmi2(|| decoder.decode_bits::<WIDE_LANES>(&rest[at..], out))
+                kernels::with_bmi2(|| decoder.decode_bits::<WIDE_LANES>(&rest[at..], false, out))
             }
             .map_err(corrupt)?;
             Ok(1 + at + used)
@@ -2015,21 +2141,27 @@ pub fn decode(input: &[u8], out: &mut [u8], tables: &PageTables) -> Result<usize
             let &t = rest
                 .first()
                 .ok_or_else(|| corrupt("no page table index".to_owned()))?;
-            let table = tables.decoders().get(usize::from(t)).ok_or_else(|| {
-                corrupt(format!(
-                    "page table {t}, but the page has {}",
-                    tables.norms.len()
-                ))
-            })?;
+            let table = tables.decoder(usize::from(t)).map_err(corrupt)?;
             let used = if mode == MODE_SHARED {
-                kernels::with_bmi2(|| table.decode_bits::<LANES>(&rest[1..], out))
+                kernels::with_bmi2(|| table.decode_bits::<LANES>(&rest[1..], false, out))
             } else {
-                kernels::with_bmi2(|| table.decode_bits::<WIDE_LANES>(&rest[1..], out))
+                kernels::with_bmi2(|| table.decode_bits::<WIDE_LANES>(&rest[1..], false, out))
             }
             .map_err(corrupt)?;
             Ok(2 + used)
         }
-        other => Err(corrupt(format!("unknown mode {other}"))),
+        other => {
+            let (t, wide) =
+                compact_shared(other).ok_or_else(|| corrupt(format!("unknown mode {other}")))?;
+            let table = tables.decoder(t).map_err(corrupt)?;
+            let used = if wide {
+                kernels::with_bmi2(|| table.decode_bits::<WIDE_LANES>(rest, true, out))
+            } else {
+                kernels::with_bmi2(|| table.decode_bits::<LANES>(rest, true, out))
+            }
+            .map_err(corrupt)?;
+            Ok(1 + used)
+        }
     }
 }
 
@@ -2053,13 +2185,15 @@ pub(crate) fn coded_len(input: &[u8], n: usize) -> Result<usize> {
             _ => return Err(corrupt("cut inside its table header".to_owned())),
         },
         MODE_SHARED | MODE_SHARED4 => 1,
+        other if compact_shared(other).is_some() => 0,
         other => return Err(corrupt(format!("unknown mode {other}"))),
     };
-    let len = rest
-        .get(head..head + 2)
-        .map(|b| usize::from(u16::from_le_bytes([b[0], b[1]])))
-        .ok_or_else(|| corrupt("cut before its bit stream length".to_owned()))?;
-    let total = 1 + head + 2 + len;
+    let varint = compact_shared(mode).is_some();
+    let (len, len_bytes) = rest
+        .get(head..)
+        .ok_or_else(|| corrupt("cut inside its table".to_owned()))
+        .and_then(|rest| stream_len(rest, varint).map_err(corrupt))?;
+    let total = 1 + head + len_bytes + len;
     if total > input.len() {
         return Err(corrupt(format!("a bit stream of {len} bytes cut short")));
     }
@@ -2089,9 +2223,10 @@ pub(crate) fn decode_many(
     let mut used = vec![0; inputs.len()];
     // The four-lane streams the kernel takes: their index, where their bit stream's
     // length starts, and the index of a table of their own (built here, in `own`) or of
-    // a page table. Tables live apart so that sorting moves small tuples, not tables.
+    // a page table (with whether the length is a varint). Tables live apart so that
+    // sorting moves small tuples, not tables.
     let mut own: Vec<Decoder> = Vec::new();
-    let mut wide: Vec<(usize, usize, Result<usize, usize>)> = Vec::new();
+    let mut wide: Vec<(usize, usize, StreamTable)> = Vec::new();
     for (i, (input, out)) in inputs.iter().zip(outs.iter_mut()).enumerate() {
         let n = out.len();
         let corrupt =
@@ -2101,7 +2236,7 @@ pub(crate) fn decode_many(
         match input.first() {
             Some(&MODE_TANS4) if kernel => {
                 let (norm, log, at) = read_table(&input[1..]).map_err(corrupt)?;
-                wide.push((i, 1 + at, Ok(own.len())));
+                wide.push((i, 1 + at, StreamTable::Own(own.len())));
                 own.push(Decoder::new(&norm, log));
             }
             Some(&MODE_SHARED4) if kernel => {
@@ -2110,13 +2245,13 @@ pub(crate) fn decode_many(
                         .get(1)
                         .ok_or_else(|| corrupt("no page table index".to_owned()))?,
                 );
-                if t >= tables.norms.len() {
-                    return Err(corrupt(format!(
-                        "page table {t}, but the page has {}",
-                        tables.norms.len()
-                    )));
-                }
-                wide.push((i, 2, Err(t)));
+                tables.decoder(t).map_err(corrupt)?;
+                wide.push((i, 2, StreamTable::Page(t, false)));
+            }
+            Some(&mode) if kernel && compact_shared(mode).is_some_and(|(_, wide)| wide) => {
+                let t = usize::from(mode & 0x0F);
+                tables.decoder(t).map_err(corrupt)?;
+                wide.push((i, 1, StreamTable::Page(t, true)));
             }
             _ => used[i] = decode(input, out, tables)?,
         }
@@ -2151,14 +2286,16 @@ pub(crate) fn decode_many(
         );
         for (i, at, table) in alone {
             let (i, at) = (*i, *at);
-            let decoder = match *table {
-                Ok(k) => &own[k],
-                Err(t) => &tables.decoders()[t],
+            let (decoder, varint) = match *table {
+                StreamTable::Own(k) => (&own[k], false),
+                StreamTable::Page(t, varint) => (&tables.decoders()[t], varint),
             };
             let out = outs[i].take().expect("each stream is in one group");
             used[i] = at
-                + kernels::with_bmi2(|| decoder.decode_bits::<WIDE_LANES>(&inputs[i][at..], out))
-                    .map_err(corrupt)?;
+                + kernels::with_bmi2(|| {
+                    decoder.decode_bits::<WIDE_LANES>(&inputs[i][at..], varint, out)
+                })
+                .map_err(corrupt)?;
         }
         if group.is_empty() {
             continue;
@@ -2166,14 +2303,20 @@ pub(crate) fn decode_many(
         let mut ends = Vec::with_capacity(group.len());
         for (i, at, table) in group {
             let (i, at) = (*i, *at);
-            let decoder = match *table {
-                Ok(k) => &own[k],
-                Err(t) => &tables.decoders()[t],
+            let (decoder, varint) = match *table {
+                StreamTable::Own(k) => (&own[k], false),
+                StreamTable::Page(t, varint) => (&tables.decoders()[t], varint),
             };
-            let (bits, len, states) = decoder
-                .start::<WIDE_LANES>(&inputs[i][at..])
+            let Start {
+                bits,
+                len,
+                head,
+                states,
+            } = decoder
+                .start::<WIDE_LANES>(&inputs[i][at..], varint)
                 .map_err(corrupt)?;
-            ends.push((i, at, bits, len, decoder, states));
+            // `at` from here on: where the bit stream starts.
+            ends.push((i, at + head, bits, len, decoder, states));
         }
         // The kernel reads a whole word at a stream's position, so a stream with fewer
         // than a word's bytes after it (one that ends at the end of its chunk) would stop
@@ -2225,6 +2368,20 @@ pub(crate) fn decode_many(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A compact shared stream (mode `0x10 + t` or `0x20 + t`) in the form of modes 3 and
+    /// 5 that earlier files hold (the table a byte of its own, the length a u16); any
+    /// other stream as it is.
+    fn legacy_shared(coded: &[u8]) -> Vec<u8> {
+        let Some((t, wide)) = compact_shared(coded[0]) else {
+            return coded.to_vec();
+        };
+        let (p, head) = read_stream_len(&coded[1..]).unwrap();
+        let mut legacy = vec![if wide { MODE_SHARED4 } else { MODE_SHARED }, t as u8];
+        legacy.extend_from_slice(&(p as u16).to_le_bytes());
+        legacy.extend_from_slice(&coded[1 + head..]);
+        legacy
+    }
 
     #[test]
     fn low_bytes_count_each_valid_symbols_low_bits() {
@@ -2483,7 +2640,7 @@ mod tests {
         for stream in &streams {
             let mut coded = Vec::new();
             encode(stream, &tables, &mut coded).unwrap();
-            assert!(matches!(coded[0], MODE_SHARED | MODE_SHARED4));
+            assert!(compact_shared(coded[0]).is_some(), "mode {}", coded[0]);
             let mut back = vec![0; stream.len()];
             decode(&coded, &mut back, &parsed).unwrap();
             assert_eq!(&back, stream);
@@ -2532,10 +2689,19 @@ mod tests {
         let stream = [5u8, 6, 7, 5, 5, 6, 7, 5];
         let mut coded = Vec::new();
         encode(&stream, &tables, &mut coded).unwrap();
-        assert_eq!(coded[..2], [MODE_SHARED, 1]);
+        // Mode 0x11: table 1, two lanes; P = 3: the two final states (5 bits each), then
+        // the 9 bits the six other symbols shed (a 5 sheds 1, a 6 or a 7 sheds 2).
+        assert_eq!(coded, [MODE_TABLE | 1, 0x03, 0x62, 0xC8, 0x00]);
         let mut back = [0u8; 8];
         decode(&coded, &mut back, &PageTables::parse(&bytes).unwrap()).unwrap();
         assert_eq!(back, stream);
+        // The same stream in the longer form of mode 3, which the encoder no longer
+        // writes: the same bits.
+        let legacy = legacy_shared(&coded);
+        assert_eq!(legacy, [MODE_SHARED, 1, 0x03, 0x00, 0x62, 0xC8, 0x00]);
+        let mut back = [0u8; 8];
+        let used = decode(&legacy, &mut back, &PageTables::parse(&bytes).unwrap()).unwrap();
+        assert_eq!((used, back), (legacy.len(), stream));
         // More than 32 symbols: a 32-byte set instead of the list.
         let many: Vec<(u8, u32)> = (0..128).map(|s| (s * 2, 1)).collect();
         let bytes = PageTables::for_encoding(vec![(many.clone(), 7)]).to_bytes();
@@ -2581,7 +2747,7 @@ mod tests {
             let (mut own, mut shared) = (Vec::new(), Vec::new());
             encode(&stream, &none, &mut own).unwrap();
             encode(&stream, &tables, &mut shared).unwrap();
-            assert!(matches!(shared[0], MODE_SHARED | MODE_SHARED4), "{n}");
+            assert!(compact_shared(shared[0]).is_some(), "{n}");
             assert!(
                 shared.len() < own.len(),
                 "{n}: {} vs {}",
@@ -2769,6 +2935,92 @@ mod tests {
         }
     }
 
+    /// A compact shared stream is checked as modes 3 and 5 are: every prefix is an error,
+    /// no changed byte panics, and a table the page lacks, a length varint that is cut,
+    /// longer than it needs or over 65535, or an unknown mode are corrupt.
+    #[test]
+    fn compact_shared_streams_are_checked() {
+        let mut x = 5u64;
+        let stream: Vec<u8> = (0..900)
+            .map(|_| [3u8, 3, 3, 4, 9, 200][(xorshift(&mut x) % 6) as usize])
+            .collect();
+        let mut counts = [0u32; 256];
+        count(&stream, &mut counts);
+        let tables = PageTables::from_streams(&[(0, counts), (1, counts)], 1.0);
+        let parsed = PageTables::parse(&tables.to_bytes()).unwrap();
+        for wide in [false, true] {
+            let mut coded = Vec::new();
+            encode_lanes(&stream, &tables, wide, &mut coded).unwrap();
+            let (t, is_wide) = compact_shared(coded[0]).expect("a compact shared stream");
+            assert_eq!((t, is_wide), (0, wide));
+            // P is 100 to 16383 bytes here: a two-byte varint.
+            assert!(
+                coded[1] & 0x80 != 0 && coded[2] & 0x80 == 0,
+                "{:?}",
+                &coded[..3]
+            );
+            let mut out = vec![0; stream.len()];
+            assert_eq!(decode(&coded, &mut out, &parsed).unwrap(), coded.len());
+            assert_eq!(out, stream);
+            assert_eq!(coded_len(&coded, stream.len()).unwrap(), coded.len());
+            for len in 0..coded.len() {
+                assert!(decode(&coded[..len], &mut out, &parsed).is_err(), "{len}");
+            }
+            for at in 0..coded.len().min(64) {
+                for byte in [0, 1, 0x10, 0x1F, 0x20, 0x2F, 0x7F, 0x80, 0xFF] {
+                    let mut bad = coded.clone();
+                    bad[at] = byte;
+                    let _ = decode(&bad, &mut out, &parsed);
+                    let _ = coded_len(&bad, stream.len());
+                }
+            }
+            let bad = |f: &dyn Fn(&mut Vec<u8>), what: &str| {
+                let mut bad = coded.clone();
+                f(&mut bad);
+                let mut out = vec![0; stream.len()];
+                let err = decode(&bad, &mut out, &parsed).expect_err(what);
+                assert_eq!(err.kind(), crate::error::ErrorKind::Corrupt, "{what}");
+            };
+            bad(&|c| c[0] |= 0x0F, "page table 15 of a page of two");
+            bad(&|c| c[0] = 0x30, "unknown mode 0x30");
+            bad(
+                &|c| {
+                    c[2] |= 0x80;
+                    c.insert(3, 0x00);
+                },
+                "a length with a needless zero byte",
+            );
+            bad(
+                &|c| c.splice(1..3, [0xFF, 0xFF, 0x04]).for_each(drop),
+                "a length over 65535",
+            );
+            bad(
+                &|c| c.splice(1..3, [0x80, 0x80, 0x80, 0x01]).for_each(drop),
+                "a length of four bytes",
+            );
+            bad(
+                &|c| {
+                    let (p, _) = read_stream_len(&c[1..]).unwrap();
+                    let more = p + 1;
+                    c.splice(1..3, [(more as u8) | 0x80, (more >> 7) as u8])
+                        .for_each(drop);
+                    c.push(0);
+                },
+                "a byte past the bits the symbols need",
+            );
+            // Decoded side by side, the same stream and the same errors.
+            let mut outs = [vec![0; stream.len()], vec![0; stream.len()]];
+            let mut slices: Vec<&mut [u8]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            let used = decode_many(&[&coded, &coded], &mut slices, &parsed).unwrap();
+            assert_eq!(used, [coded.len(), coded.len()]);
+            assert!(outs.iter().all(|o| *o == stream));
+            let mut other = coded.clone();
+            other[0] |= 0x0F;
+            let mut slices: Vec<&mut [u8]> = outs.iter_mut().map(|o| &mut o[..]).collect();
+            assert!(decode_many(&[&coded, &other], &mut slices, &parsed).is_err());
+        }
+    }
+
     /// A stream decoded to a length other than its own (a page that claims more or fewer
     /// values than a chunk holds) is an error but by chance: its lanes do not end at the
     /// states the encoder began them at, or its bits do not end with the stream. Chance is
@@ -2861,8 +3113,10 @@ mod tests {
                 let decoder = Decoder::new(&norm, log);
                 let mut plain = vec![0; n];
                 let used = match coded[0] {
-                    MODE_TANS => decoder.decode_bits::<LANES>(&coded[1 + at..], &mut plain),
-                    MODE_TANS4 => decoder.decode_bits::<WIDE_LANES>(&coded[1 + at..], &mut plain),
+                    MODE_TANS => decoder.decode_bits::<LANES>(&coded[1 + at..], false, &mut plain),
+                    MODE_TANS4 => {
+                        decoder.decode_bits::<WIDE_LANES>(&coded[1 + at..], false, &mut plain)
+                    }
                     other => panic!("{n}: mode {other}"),
                 };
                 assert_eq!(1 + at + used.unwrap(), coded.len(), "{n}");
@@ -2915,6 +3169,10 @@ mod tests {
             let mut bytes = Vec::new();
             if shared {
                 encode(&stream, &tables, &mut bytes).unwrap();
+                // Every other one as an earlier file holds it.
+                if i % 2 == 0 {
+                    bytes = legacy_shared(&bytes);
+                }
             } else {
                 encode_lanes(&stream, &none, i % 5 != 1, &mut bytes).unwrap();
             }
@@ -2925,7 +3183,11 @@ mod tests {
         }
         let modes: std::collections::BTreeSet<u8> = coded.iter().map(|c| c[0]).collect();
         assert!(
-            modes.contains(&MODE_TANS4) && modes.contains(&MODE_SHARED4),
+            modes.contains(&MODE_TANS4)
+                && modes.contains(&MODE_SHARED4)
+                && modes
+                    .iter()
+                    .any(|&m| compact_shared(m).is_some_and(|(_, wide)| wide)),
             "{modes:?}"
         );
         let one_at_a_time = |coded: &[Vec<u8>]| -> Result<(Vec<Vec<u8>>, Vec<usize>)> {

@@ -1387,10 +1387,7 @@ mod tests {
         );
         let (mut out, mut coded) = (Vec::new(), Vec::new());
         write_header(8, &pairs, Some(&tables), &mut out, &mut coded).unwrap();
-        assert_eq!(
-            out,
-            [0x11, 0x10, 0x03, 0x00, 0x04, 0x00, 0x20, 0x49, 0x9A, 0x0D]
-        );
+        assert_eq!(out, [0x11, 0x10, 0x10, 0x04, 0x20, 0x49, 0x9A, 0x0D]);
         let mut list = Vec::new();
         let (runs, rest) =
             Runs::parse(&out, 192, Some(&tables), &mut list, &mut Vec::new()).unwrap();
