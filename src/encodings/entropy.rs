@@ -899,6 +899,11 @@ pub fn count(stream: &[u8], histogram: &mut Histogram) {
     }
 }
 
+/// `n` decoders, none built yet.
+fn unbuilt(n: usize) -> Box<[std::sync::OnceLock<Decoder>]> {
+    (0..n).map(|_| std::sync::OnceLock::new()).collect()
+}
+
 /// The tables a page's chunks share: built by the encoder from histograms of the page's
 /// streams (ready to encode with), carried as bytes in the page's encoding, and parsed
 /// (validated) once per page by the decoder (ready to decode with).
@@ -908,10 +913,11 @@ pub struct PageTables {
     norms: Vec<(Vec<(u8, u32)>, u32)>,
     /// Built by [`from_streams`](Self::from_streams) only.
     coders: Vec<Coder>,
-    /// Built from `norms` when first decoded with ([`decoders`](Self::decoders)): a page's
-    /// layout is checked with a decompressor that never decodes, and building them is a
-    /// step per state of every table.
-    decoders: std::sync::OnceLock<Vec<Decoder>>,
+    /// Each table's decoder, built from `norms` when a stream first names it
+    /// ([`decoder`](Self::decoder)): a page's layout is checked with a decompressor that
+    /// never decodes, building one is a step per state (up to 4096), and a read of a
+    /// few chunks needs only the tables their streams name, not the page's sixteen.
+    decoders: Box<[std::sync::OnceLock<Decoder>]>,
     /// Set by [`from_streams`](Self::from_streams): whether the sample it was given likely
     /// missed what the rest of the page holds ([`sample_misses`](Self::sample_misses)).
     sample_missed: bool,
@@ -1007,8 +1013,8 @@ impl PageTables {
                 .iter()
                 .map(|(norm, log)| Coder::new(norm.clone(), *log).with_costs())
                 .collect(),
+            decoders: unbuilt(norms.len()),
             norms,
-            decoders: std::sync::OnceLock::new(),
             sample_missed: false,
         }
     }
@@ -1069,21 +1075,15 @@ impl PageTables {
         out
     }
 
-    /// The decoder of table `t`, named by a stream.
+    /// The decoder of table `t`, named by a stream: built on first use.
     fn decoder(&self, t: usize) -> std::result::Result<&Decoder, String> {
-        self.decoders()
-            .get(t)
-            .ok_or_else(|| format!("page table {t}, but the page has {}", self.norms.len()))
-    }
-
-    /// The tables' decoders, built on first use.
-    fn decoders(&self) -> &[Decoder] {
-        self.decoders.get_or_init(|| {
-            self.norms
-                .iter()
-                .map(|(norm, log)| Decoder::new(norm, *log))
-                .collect()
-        })
+        match (self.decoders.get(t), self.norms.get(t)) {
+            (Some(cell), Some((norm, log))) => Ok(cell.get_or_init(|| Decoder::new(norm, *log))),
+            _ => Err(format!(
+                "page table {t}, but the page has {}",
+                self.norms.len()
+            )),
+        }
     }
 
     /// Parses and validates page tables; empty bytes are no tables.
@@ -1109,7 +1109,7 @@ impl PageTables {
             return Err(corrupt(format!("{} bytes after the tables", rest.len())));
         }
         Ok(Self {
-            decoders: std::sync::OnceLock::new(),
+            decoders: unbuilt(tables.len()),
             norms: tables,
             coders: Vec::new(),
             sample_missed: false,
@@ -2288,7 +2288,7 @@ pub(crate) fn decode_many(
             let (i, at) = (*i, *at);
             let (decoder, varint) = match *table {
                 StreamTable::Own(k) => (&own[k], false),
-                StreamTable::Page(t, varint) => (&tables.decoders()[t], varint),
+                StreamTable::Page(t, varint) => (tables.decoder(t).map_err(corrupt)?, varint),
             };
             let out = outs[i].take().expect("each stream is in one group");
             used[i] = at
@@ -2305,7 +2305,7 @@ pub(crate) fn decode_many(
             let (i, at) = (*i, *at);
             let (decoder, varint) = match *table {
                 StreamTable::Own(k) => (&own[k], false),
-                StreamTable::Page(t, varint) => (&tables.decoders()[t], varint),
+                StreamTable::Page(t, varint) => (tables.decoder(t).map_err(corrupt)?, varint),
             };
             let Start {
                 bits,
@@ -2933,6 +2933,31 @@ mod tests {
             other[0] = if wide { MODE_TANS } else { MODE_TANS4 };
             let _ = decode(&other, &mut out, &none);
         }
+    }
+
+    /// A page's tables are built for decoding only when a stream names them: a read of one
+    /// chunk builds the tables its streams use, not all sixteen of its page.
+    #[test]
+    fn only_the_tables_streams_name_are_built() {
+        let tables = PageTables::for_encoding(vec![
+            (vec![(0, 24), (1, 8)], 5),
+            (vec![(5, 16), (6, 8), (7, 8)], 5),
+            (vec![(2, 16), (3, 16)], 5),
+        ]);
+        let parsed = PageTables::parse(&tables.to_bytes()).unwrap();
+        let stream = [5u8, 6, 7, 5, 5, 6, 7, 5];
+        let mut coded = Vec::new();
+        encode(&stream, &tables, &mut coded).unwrap();
+        assert_eq!(coded[0], MODE_TABLE | 1);
+        let built = |t: &PageTables| -> Vec<bool> {
+            t.decoders.iter().map(|d| d.get().is_some()).collect()
+        };
+        assert_eq!(built(&parsed), [false, false, false]);
+        let mut back = [0u8; 8];
+        decode(&coded, &mut back, &parsed).unwrap();
+        assert_eq!(back, stream);
+        assert_eq!(built(&parsed), [false, true, false]);
+        assert!(parsed.decoder(3).is_err());
     }
 
     /// A compact shared stream is checked as modes 3 and 5 are: every prefix is an error,
