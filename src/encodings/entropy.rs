@@ -10,8 +10,8 @@
 //!
 //! ```text
 //! stream of n bytes, as written (self-delimiting: a reader knows n)
-//!   byte 0   mode: 0 raw, 1 constant, 2 tANS, 3 shared, 4 tANS in 4 lanes, 5 shared
-//!            in 4 lanes
+//!   byte 0   mode: 0 raw, 1 constant, 2 tANS, 4 tANS in 4 lanes, 0x10 + t and
+//!            0x20 + t shared (below; 3 and 5 in earlier files)
 //!   raw      n bytes as they are
 //!   constant 1 byte: the value of every byte
 //!   tANS     byte  L: table log, 5..=12 (the table has 2^L states)
@@ -47,9 +47,12 @@
 //! smaller still.
 //!
 //! ```text
-//!   shared   byte  3 (the mode; 5 for 4 lanes)
-//!            byte  t: the page table, below the page's table count
-//!            u16 LE: P, then P bytes of bit stream, as for tANS (in 4 lanes)
+//!   shared   byte  0x10 + t (0x20 + t in 4 lanes): t the page table, below the page's
+//!                  table count
+//!            varint P (1 to 3 bytes, at most 65535, no needless byte), then P bytes
+//!                  of bit stream, as for tANS (in 4 lanes)
+//!   shared, as earlier files hold it: byte 3 (5 for 4 lanes), byte t, u16 LE P, then
+//!            the bit stream
 //!
 //! page tables (the bytes of `Alp.page_tables` and `Delta.page_tables`)
 //!   byte     T: table count, 1..=16
@@ -159,12 +162,13 @@ fn read_stream_len(bytes: &[u8]) -> std::result::Result<(usize, usize), String> 
 pub const MAX_PAGE_TABLES: usize = 16;
 const _: () = assert!(MAX_PAGE_TABLES <= 16);
 
-/// Interleaved coder states of modes 2 and 3: byte i is coded in state i % LANES, so a
-/// decoder's table lookups for neighbouring bytes do not wait for each other.
+/// Interleaved coder states of modes 2, 3 and 0x10 + t: byte i is coded in state
+/// i % LANES, so a decoder's table lookups for neighbouring bytes do not wait for each
+/// other.
 const LANES: usize = 2;
 
-/// Interleaved states of modes 4 and 5, written for long streams: twice the lookups in
-/// flight, for two more final states in the stream.
+/// Interleaved states of modes 4, 5 and 0x20 + t, written for long streams: twice the
+/// lookups in flight, for two more final states in the stream.
 const WIDE_LANES: usize = 4;
 
 /// A stream is coded in [`WIDE_LANES`] lanes when the two extra final states cost at most
