@@ -107,19 +107,10 @@ fn compact_shared(mode: u8) -> Option<(usize, bool)> {
     }
 }
 
-/// Bytes of the varint that holds a bit stream's length `p` (at most [`u16::MAX`]).
-fn varint_len(p: usize) -> usize {
-    match p {
-        0..0x80 => 1,
-        0x80..0x4000 => 2,
-        _ => 3,
-    }
-}
-
 /// The header of a compact shared stream whose bit stream takes about `bytes`: its mode
 /// byte and its length's varint.
 fn shared_header(bytes: f32) -> f32 {
-    1.0 + varint_len(bytes.max(0.0) as usize) as f32
+    1.0 + super::varint_len(bytes.max(0.0) as usize) as f32
 }
 
 /// The length `P` of a bit stream at the start of `bytes` (a `u16`, or a varint when
@@ -239,8 +230,8 @@ impl Choice {
                 .iter()
                 .enumerate()
                 .map(|(t, coder)| {
-                    let bits = coder.estimate(present);
-                    (t, shared_header(bits) + bits)
+                    let bytes = coder.estimate(present);
+                    (t, shared_header(bytes) + bytes)
                 })
                 .min_by(|a, b| a.1.total_cmp(&b.1)),
             own: own(),
@@ -614,10 +605,10 @@ impl Coder {
         self.costs.estimate(present)
     }
 
-    /// Appends `u16 P` and the P bytes of the bit stream coding `stream` in `L` lanes
-    /// (`L` or more bytes, every one a symbol of the table); false when P would not fit
-    /// a u16.
-    fn encode_bits<const L: usize>(&self, stream: &[u8], out: &mut Vec<u8>) -> bool {
+    /// Appends the length `P` (a `u16`, or a varint when `varint`) and the P bytes of the
+    /// bit stream coding `stream` in `L` lanes (`L` or more bytes, every one a symbol of
+    /// the table); false, having appended nothing, when P would exceed [`u16::MAX`].
+    fn encode_bits<const L: usize>(&self, stream: &[u8], varint: bool, out: &mut Vec<u8>) -> bool {
         // Symbols last to first, byte i in lane i % L; the first one coded into a lane
         // (its last byte) starts the lane from the first of its states and sheds
         // nothing, as the decoder makes no step after it.
@@ -652,8 +643,15 @@ impl Coder {
                 step(&mut state[k], group[k], &mut shed[k]);
             }
         }
-        let len_at = out.len();
-        out.extend_from_slice(&[0, 0]);
+        // The bit stream's length is known before its bits are written.
+        let Ok(len) = u16::try_from(total.div_ceil(8)) else {
+            return false;
+        };
+        if varint {
+            super::put_varint(out, usize::from(len));
+        } else {
+            out.extend_from_slice(&len.to_le_bytes());
+        }
         write_bits(out, total, |writer| {
             for lane in state {
                 writer.put(lane - size, self.log);
@@ -662,10 +660,6 @@ impl Coder {
                 writer.put(value, bits);
             }
         });
-        let Ok(len) = u16::try_from(out.len() - len_at - 2) else {
-            return false;
-        };
-        out[len_at..len_at + 2].copy_from_slice(&len.to_le_bytes());
         true
     }
 }
@@ -1176,8 +1170,8 @@ impl Built {
         let estimates = members
             .iter()
             .map(|m| {
-                let bits = costs.estimate(&m.present);
-                f64::from(shared_header(bits) + bits)
+                let bytes = costs.estimate(&m.present);
+                f64::from(shared_header(bytes) + bytes)
             })
             .collect();
         Some(Self {
@@ -2057,27 +2051,13 @@ fn encode_counted(
             Some((t, len)) if len < own_len => {
                 let coder = &tables.coders[t];
                 // `t` is below MAX_PAGE_TABLES (16).
-                let coded = if wide.unwrap_or_else(|| cheap_to_widen(len, n, coder.log))
-                    && n >= WIDE_LANES
-                {
+                if wide.unwrap_or_else(|| cheap_to_widen(len, n, coder.log)) && n >= WIDE_LANES {
                     out.push(MODE_TABLE4 | t as u8);
-                    coder.encode_bits::<WIDE_LANES>(stream, out)
+                    coder.encode_bits::<WIDE_LANES>(stream, true, out)
                 } else {
                     out.push(MODE_TABLE | t as u8);
-                    coder.encode_bits::<LANES>(stream, out)
-                };
-                // The bit stream's u16 length, as a varint.
-                if coded {
-                    let at = start + 1;
-                    let p = usize::from(u16::from_le_bytes([out[at], out[at + 1]]));
-                    let mut varint = [0u8; 3];
-                    let len = varint_len(p);
-                    for (i, byte) in varint[..len].iter_mut().enumerate() {
-                        *byte = (p >> (7 * i)) as u8 & 0x7F | if i + 1 < len { 0x80 } else { 0 };
-                    }
-                    out.splice(at..at + 2, varint[..len].iter().copied());
+                    coder.encode_bits::<LANES>(stream, true, out)
                 }
-                coded
             }
             _ => {
                 let log = table_log(n, k);
@@ -2085,11 +2065,11 @@ fn encode_counted(
                 if wide.unwrap_or_else(|| cheap_to_widen(own_len, n, log)) && n >= WIDE_LANES {
                     out.push(MODE_TANS4);
                     write_table(&own.norm, log, out);
-                    own.encode_bits::<WIDE_LANES>(stream, out)
+                    own.encode_bits::<WIDE_LANES>(stream, false, out)
                 } else {
                     out.push(MODE_TANS);
                     write_table(&own.norm, log, out);
-                    own.encode_bits::<LANES>(stream, out)
+                    own.encode_bits::<LANES>(stream, false, out)
                 }
             }
         };

@@ -64,6 +64,7 @@ use super::{
     check_chunks_output, check_output, in_run_chunk, ChunkStorage, MiniBlockCompressor,
     MiniBlockDecompressor, MAX_CHUNK_BYTES, MAX_CHUNK_VALUES,
 };
+use super::{put_varint, varint_len};
 use crate::error::{Error, Result};
 use crate::proto::encodings::{array_encoding, ArrayEncoding, Fill};
 
@@ -407,18 +408,6 @@ fn run_tables(values: &[u8], fill: &[u8], chunk_values: usize) -> Option<PageTab
 /// land in the COADS grids) never gained.
 fn worth_keeping_fills(runs: usize, filled: usize, header: usize, chunk: usize) -> bool {
     runs > 0 && (runs <= 4 || (filled < 8 * runs && header * 16 >= chunk))
-}
-
-fn varint_len(v: usize) -> usize {
-    (usize::BITS - (v | 1).leading_zeros()).div_ceil(7) as usize
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: usize) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 /// Reads a varint of at most [`MAX_VARINT_BYTES`] at `*at`, moving past it.

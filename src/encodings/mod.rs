@@ -656,6 +656,20 @@ pub(crate) fn cut_mut(buffer: &mut [u8], lens: impl IntoIterator<Item = usize>) 
         .collect()
 }
 
+/// Bytes of `v` as a LEB128 varint (7 bits a byte, low first).
+pub(crate) fn varint_len(v: usize) -> usize {
+    (usize::BITS - (v | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// Appends `v` as a LEB128 varint (7 bits a byte, low first).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: usize) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
 /// Names chunk `k` of a run of chunks in a corruption error.
 pub(crate) fn in_run_chunk(e: Error, k: usize) -> Error {
     match e {
